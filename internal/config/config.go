@@ -1,0 +1,126 @@
+// Package config holds every setting of catchbox serve: its flag, its environment
+// variable (the names are binding, operators script against them) and its default.
+//
+// The struct is read by kong in cmd/catchbox; nothing else parses flags or env.
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Store selects and locates the database. It is shared by serve and admin, so that
+// the admin command line works against the same store as a running server.
+type Store struct {
+	DataDir     string `name:"data-dir" env:"CATCHBOX_DATA_DIR" default:"./data" help:"Data directory: the SQLite file and the generated secret key."`
+	DatabaseURL string `name:"database-url" env:"CATCHBOX_DATABASE_URL" help:"sqlite:///path/file.db or postgres://... (default: SQLite in the data directory)."`
+	SecretKey   string `name:"secret-key" env:"CATCHBOX_SECRET_KEY" help:"Key for signing links and encrypting secrets at rest (default: generated into the data directory, mode 0600). Set the same value on every replica."`
+}
+
+// DatabaseURLOrDefault is the configured URL, or SQLite in the data directory.
+func (s Store) DatabaseURLOrDefault() string {
+	if s.DatabaseURL != "" {
+		return s.DatabaseURL
+	}
+	return "sqlite://" + filepath.Join(s.DataDir, "catchbox.db")
+}
+
+// Serve is the configuration of catchbox serve.
+type Serve struct {
+	Store `embed:""`
+
+	HTTPAddr       string `name:"http-addr" env:"CATCHBOX_HTTP_ADDR" default:"127.0.0.1:8025" help:"HTTP listen address."`
+	SMTPAddr       string `name:"smtp-addr" env:"CATCHBOX_SMTP_ADDR" default:"127.0.0.1:2525" help:"SMTP listen address(es), comma separated."`
+	MailDomain     string `name:"mail-domain" env:"CATCHBOX_MAIL_DOMAIN" default:"localhost" help:"Mail domain: mail to x@<namespace>.<mail-domain> is received."`
+	PublicURL      string `name:"public-url" env:"CATCHBOX_PUBLIC_URL" help:"Base URL used in download links (default: http:// + HTTP address)."`
+	SMTPPublicHost string `name:"smtp-public-host" env:"CATCHBOX_SMTP_PUBLIC_HOST" help:"Host returned by GET /api/smtp/{namespace} (default: host of the public URL)."`
+	SMTPPublicPort int    `name:"smtp-public-port" env:"CATCHBOX_SMTP_PUBLIC_PORT" help:"Port returned by GET /api/smtp/{namespace} (default: port of the first SMTP address)."`
+	TLSCert        string `name:"tls-cert" env:"CATCHBOX_TLS_CERT" help:"PEM certificate; STARTTLS is offered only when set."`
+	TLSKey         string `name:"tls-key" env:"CATCHBOX_TLS_KEY" help:"PEM private key for --tls-cert."`
+	SMTPRequireTLS bool   `name:"smtp-require-tls" env:"CATCHBOX_SMTP_REQUIRE_TLS" help:"Refuse AUTH before STARTTLS."`
+	APIKey         string `name:"api-key" env:"CATCHBOX_API_KEY" help:"On first start of an empty store: the API key of the default organisation (default: generated and printed once)."`
+	WaitHold       time.Duration `name:"wait-hold" env:"CATCHBOX_WAIT_HOLD" default:"20s" help:"How long a wait=true request is held before its 307 redirect."`
+	LogFormat      string `name:"log-format" env:"CATCHBOX_LOG_FORMAT" default:"text" enum:"text,json" help:"Log format: text or json."`
+
+	SMTPMaxMessageBytes int64         `name:"smtp-max-message-bytes" env:"CATCHBOX_SMTP_MAX_MESSAGE_BYTES" default:"31457280" help:"Largest message accepted over SMTP, in bytes (SIZE extension)."`
+	SMTPMaxRecipients   int           `name:"smtp-max-recipients" env:"CATCHBOX_SMTP_MAX_RECIPIENTS" default:"100" help:"Most RCPT TO per message."`
+	SMTPMaxConnections  int           `name:"smtp-max-connections" env:"CATCHBOX_SMTP_MAX_CONNECTIONS" default:"500" help:"Most SMTP connections open at once; more are answered 421."`
+	SMTPIdleTimeout     time.Duration `name:"smtp-idle-timeout" env:"CATCHBOX_SMTP_IDLE_TIMEOUT" default:"60s" help:"An SMTP connection idle this long is closed."`
+	SMTPMaxCommands     int           `name:"smtp-max-commands" env:"CATCHBOX_SMTP_MAX_COMMANDS" default:"1000" help:"Most commands on one SMTP connection before it is closed."`
+
+	RetentionMax   time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention_time a namespace may set."`
+	ReaperInterval time.Duration `name:"reaper-interval" env:"CATCHBOX_REAPER_INTERVAL" default:"30s" help:"How often expired emails are deleted."`
+}
+
+// Validate checks values kong cannot, and fills derived defaults.
+func (c *Serve) Validate() error {
+	if c.WaitHold <= 0 {
+		return fmt.Errorf("wait-hold must be positive")
+	}
+	if c.SMTPMaxMessageBytes < 1024 {
+		return fmt.Errorf("smtp-max-message-bytes must be at least 1024")
+	}
+	if c.SMTPMaxRecipients < 1 || c.SMTPMaxConnections < 1 || c.SMTPMaxCommands < 10 {
+		return fmt.Errorf("smtp limits must be positive")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return fmt.Errorf("tls-cert and tls-key must be set together")
+	}
+	if c.RetentionMax < time.Minute {
+		return fmt.Errorf("retention-max must be at least 60s")
+	}
+	if len(c.SMTPAddrs()) == 0 {
+		return fmt.Errorf("smtp-addr must name at least one address")
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("public-url must be an http(s) URL")
+		}
+	}
+	c.MailDomain = strings.ToLower(strings.TrimSuffix(c.MailDomain, "."))
+	return nil
+}
+
+// SMTPAddrs splits the comma separated SMTP listen addresses.
+func (c *Serve) SMTPAddrs() []string {
+	var out []string
+	for _, a := range strings.Split(c.SMTPAddr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// PublicBaseURL is the base for links handed to clients, without a trailing slash.
+func (c *Serve) PublicBaseURL() string {
+	if c.PublicURL != "" {
+		return strings.TrimRight(c.PublicURL, "/")
+	}
+	return "http://" + c.HTTPAddr
+}
+
+// SMTPPublicEndpoint is the host and port GET /api/smtp/{namespace} reports.
+func (c *Serve) SMTPPublicEndpoint() (string, int) {
+	host := c.SMTPPublicHost
+	if host == "" {
+		if u, err := url.Parse(c.PublicBaseURL()); err == nil {
+			host = u.Hostname()
+		}
+	}
+	port := c.SMTPPublicPort
+	if port == 0 {
+		if addrs := c.SMTPAddrs(); len(addrs) > 0 {
+			if _, p, err := net.SplitHostPort(addrs[0]); err == nil {
+				port, _ = strconv.Atoi(p)
+			}
+		}
+	}
+	return host, port
+}

@@ -1,0 +1,281 @@
+// Package httpx holds the HTTP conventions every handler shares: the contract's
+// error body, JSON encoding and decoding, query-parameter parsing with per-field
+// validation errors, request ids, and time formatting. Domain packages own their
+// handlers and use these helpers; internal/httpapi wires the routes.
+package httpx
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxBodyBytes is the largest request body accepted (contract section 4).
+const MaxBodyBytes = 8 << 20
+
+// FieldError describes one invalid field of a request.
+type FieldError struct {
+	Field  string
+	Detail string
+}
+
+// Error is a failure answered with the contract's error body.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Fields  []FieldError
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf builds an *Error.
+func Errorf(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotFound is the 404 for a resource that does not exist or that the key cannot see.
+func NotFound(what string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: "not_found", Message: what + " not found"}
+}
+
+// Invalid is a 400 for one bad field: "limit must be between 1 and 20".
+func Invalid(field, detail string) *Error {
+	return &Error{
+		Status:  http.StatusBadRequest,
+		Code:    "invalid_parameter",
+		Message: field + " " + detail,
+		Fields:  []FieldError{{Field: field, Detail: detail}},
+	}
+}
+
+type errorDetail struct {
+	Description string `json:"description"`
+}
+
+type errorField struct {
+	Field  string        `json:"field"`
+	Detail []errorDetail `json:"detail"`
+}
+
+type errorBody struct {
+	StatusCode int          `json:"statusCode"`
+	Error      string       `json:"error"`
+	Code       string       `json:"code"`
+	Message    string       `json:"message"`
+	Errors     []errorField `json:"errors,omitempty"`
+	RequestID  string       `json:"request_id,omitempty"`
+}
+
+// WriteError answers err with the contract's error body. An *Error is sent as it
+// is; anything else is logged and answered 500 with only the request id, so no
+// internal detail reaches a client.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	var he *Error
+	if !errors.As(err, &he) {
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			return // the client went away; nobody to answer
+		}
+		slog.Error("Request failed", "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()), "err", err)
+		he = &Error{Status: http.StatusInternalServerError, Code: "internal_error",
+			Message: "internal error; quote the request id when reporting it"}
+	}
+	body := errorBody{StatusCode: he.Status, Error: http.StatusText(he.Status), Code: he.Code, Message: he.Message}
+	for _, f := range he.Fields {
+		body.Errors = append(body.Errors, errorField{Field: f.Field, Detail: []errorDetail{{Description: f.Detail}}})
+	}
+	if he.Status >= 500 {
+		body.RequestID = RequestID(r.Context())
+	}
+	if he.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `ApiKey header="X-Api-Key"`)
+	}
+	WriteJSON(w, he.Status, body)
+}
+
+// WriteJSON writes v as the JSON response body.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// Handler is an http.Handler that returns its error instead of writing it.
+type Handler func(w http.ResponseWriter, r *http.Request) error
+
+func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h(w, r); err != nil {
+		WriteError(w, r, err)
+	}
+}
+
+// DecodeJSON reads a JSON object body into v. Unknown fields are ignored (contract
+// section 4); a body that is not JSON, or a field of the wrong type, is a 400 that
+// names the field; a body over MaxBodyBytes is a 413.
+func DecodeJSON(r *http.Request, v any) error {
+	body := http.MaxBytesReader(nil, r.Body, MaxBodyBytes)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return Errorf(http.StatusRequestEntityTooLarge, "body_too_large", "request body is larger than %d bytes", MaxBodyBytes)
+		}
+		return Errorf(http.StatusBadRequest, "invalid_body", "request body could not be read")
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		data = []byte("{}")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			return Invalid(te.Field, "must be of type "+jsonTypeName(te.Type.Kind().String()))
+		}
+		return Errorf(http.StatusBadRequest, "invalid_json", "request body is not a valid JSON object")
+	}
+	return nil
+}
+
+func jsonTypeName(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"), strings.HasPrefix(kind, "float"):
+		return "number"
+	case kind == "bool":
+		return "boolean"
+	case kind == "slice":
+		return "array"
+	case kind == "struct", kind == "map":
+		return "object"
+	}
+	return kind
+}
+
+// Query parses query parameters, collecting one FieldError per bad parameter so a
+// client learns of every mistake at once.
+type Query struct {
+	r      *http.Request
+	fields []FieldError
+}
+
+// NewQuery starts parsing r's query string.
+func NewQuery(r *http.Request) *Query { return &Query{r: r} }
+
+func (q *Query) fail(field, detail string) { q.fields = append(q.fields, FieldError{field, detail}) }
+
+// Has reports whether the parameter is present (even empty).
+func (q *Query) Has(name string) bool { return q.r.URL.Query().Has(name) }
+
+// String returns the parameter, or "" and false when absent. A value longer than
+// max runes is an error.
+func (q *Query) String(name string, max int) (string, bool) {
+	if !q.Has(name) {
+		return "", false
+	}
+	v := q.r.URL.Query().Get(name)
+	if max > 0 && len([]rune(v)) > max {
+		q.fail(name, fmt.Sprintf("must be at most %d characters", max))
+		return "", false
+	}
+	return v, true
+}
+
+// Int returns the integer parameter (def when absent), checked against [min, max]
+// (max < min means no upper bound). Out of range is an error, never clamped.
+func (q *Query) Int(name string, def, min, max int64) int64 {
+	if !q.Has(name) {
+		return def
+	}
+	raw := q.r.URL.Query().Get(name)
+	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	if err != nil {
+		q.fail(name, "must be an integer")
+		return def
+	}
+	if n < min || (max >= min && n > max) {
+		if max >= min {
+			q.fail(name, fmt.Sprintf("must be between %d and %d", min, max))
+		} else {
+			q.fail(name, fmt.Sprintf("must be at least %d", min))
+		}
+		return def
+	}
+	return n
+}
+
+// OptInt is Int for an optional parameter: nil when absent.
+func (q *Query) OptInt(name string, min, max int64) *int64 {
+	if !q.Has(name) {
+		return nil
+	}
+	before := len(q.fields)
+	n := q.Int(name, 0, min, max)
+	if len(q.fields) > before {
+		return nil
+	}
+	return &n
+}
+
+// Bool returns the boolean parameter: true/false/1/0 (contract section 4).
+func (q *Query) Bool(name string) (value, present bool) {
+	if !q.Has(name) {
+		return false, false
+	}
+	switch strings.ToLower(q.r.URL.Query().Get(name)) {
+	case "true", "1":
+		return true, true
+	case "false", "0":
+		return false, true
+	}
+	q.fail(name, "must be true, false, 1 or 0")
+	return false, false
+}
+
+// Err is the 400 for every invalid parameter seen, or nil.
+func (q *Query) Err() error {
+	if len(q.fields) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(q.fields))
+	for i, f := range q.fields {
+		msgs[i] = f.Field + " " + f.Detail
+	}
+	return &Error{Status: http.StatusBadRequest, Code: "invalid_parameter", Message: strings.Join(msgs, "; "), Fields: q.fields}
+}
+
+// Time formats t as the contract's timestamps: RFC 3339, UTC, milliseconds.
+func Time(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// TimeMillis formats stored Unix milliseconds.
+func TimeMillis(ms int64) string { return Time(time.UnixMilli(ms)) }
+
+type ctxKey int
+
+const requestIDKey ctxKey = 1
+
+// NewRequestID returns a random request id.
+func NewRequestID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// WithRequestID stores the request id in ctx.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey, id)
+}
+
+// RequestID returns the request id stored in ctx, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}

@@ -1,0 +1,327 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/notify"
+	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// DownloadLinkTTL is how long a signed download link is valid (never past the
+// email's own expiry).
+const DownloadLinkTTL = time.Hour
+
+const attachmentPurpose = "attachment-download"
+
+// API serves the inbound endpoints of the seed.
+type API struct {
+	Tenants   *tenant.Service
+	Searcher  *Searcher
+	Notifier  notify.Notifier
+	Key       *secret.Key
+	PublicURL func() string // base URL of download links, no trailing slash
+	WaitHold  time.Duration
+	// Recheck, when positive, re-runs a held search at this interval even without
+	// a wake-up: the safety net when cross-replica notifications may be lost.
+	Recheck func() time.Duration
+	Now     func() time.Time
+}
+
+func (a *API) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// Routes registers the inbound endpoints on r, which must already require an API
+// key. The download route, which needs none, is registered by DownloadRoutes.
+func (a *API) Routes(r chi.Router) {
+	r.Method(http.MethodGet, "/api/emails/{namespace}/inbox", httpx.Handler(a.searchInboxHandler))
+	r.Method(http.MethodGet, "/api/emails/{namespace}/latest", httpx.Handler(a.latestEmailHandler))
+	r.Method(http.MethodGet, "/api/emails/{emailId}", httpx.Handler(a.getEmailHandler))
+	r.Method(http.MethodGet, "/api/emails/{emailId}/attachments", httpx.Handler(a.listAttachmentsHandler))
+	r.Method(http.MethodGet, "/api/attachments/{id}", httpx.Handler(a.getAttachmentHandler))
+}
+
+// DownloadRoutes registers the signed-link download endpoint (no API key: clients
+// fetch download_url bare).
+func (a *API) DownloadRoutes(r chi.Router) {
+	r.Method(http.MethodGet, "/download/attachments/{id}", httpx.Handler(a.downloadAttachmentHandler))
+}
+
+type searchOptions struct {
+	Limit            int64   `json:"limit"`
+	Offset           int64   `json:"offset"`
+	FromTimestamp    *int64  `json:"from_timestamp,omitempty"`
+	ToTimestamp      *int64  `json:"to_timestamp,omitempty"`
+	ToAddrPrefix     *string `json:"to_addr_prefix,omitempty"`
+	FromAddrIncludes *string `json:"from_addr_includes,omitempty"`
+	SubjectIncludes  *string `json:"subject_includes,omitempty"`
+	Wait             *bool   `json:"wait,omitempty"`
+}
+
+type searchResponse struct {
+	TotalCount int           `json:"total_count"`
+	Options    searchOptions `json:"options"`
+	Data       []Email       `json:"data"`
+}
+
+// ParseSearch reads and validates the inbox search query string. Every bad
+// parameter is reported at once.
+func ParseSearch(r *http.Request) (Query, searchOptions, bool, error) {
+	qp := httpx.NewQuery(r)
+	var q Query
+	var opt searchOptions
+	opt.Limit = qp.Int("limit", DefaultLimit, 1, MaxLimit)
+	opt.Offset = qp.Int("offset", 0, 0, -1)
+	q.Limit, q.Offset = int(opt.Limit), int(opt.Offset)
+	opt.FromTimestamp = qp.OptInt("from_timestamp", 0, 1<<40)
+	opt.ToTimestamp = qp.OptInt("to_timestamp", 0, 1<<40)
+	q.FromTimestamp, q.ToTimestamp = opt.FromTimestamp, opt.ToTimestamp
+	str := func(name string, dst *string, echo **string) {
+		if v, ok := qp.String(name, MaxFilterRunes); ok && v != "" {
+			*dst = v
+			*echo = &v
+		}
+	}
+	str("to_addr_prefix", &q.ToAddrPrefix, &opt.ToAddrPrefix)
+	str("from_addr_includes", &q.FromAddrIncludes, &opt.FromAddrIncludes)
+	str("subject_includes", &q.SubjectIncludes, &opt.SubjectIncludes)
+	wait, present := qp.Bool("wait")
+	if present {
+		opt.Wait = &wait
+	}
+	return q, opt, wait, qp.Err()
+}
+
+// searchInboxHandler answers GET /api/emails/{namespace}/inbox. With wait=true and
+// no match, the request is held until a matching email is committed (answered at
+// once) or the hold ends (307 to the identical URL; the client repeats).
+func (a *API) searchInboxHandler(w http.ResponseWriter, r *http.Request) error {
+	ns, err := a.Tenants.NamespaceParam(r)
+	if err != nil {
+		return err
+	}
+	q, opt, wait, err := ParseSearch(r)
+	if err != nil {
+		return err
+	}
+	q.NamespaceID = ns.ID
+	var sub *notify.Subscription
+	if wait {
+		// Subscribe before the first look so an arrival in between is not missed.
+		sub = a.Notifier.Subscribe(NamespaceTopic(ns.ID))
+		defer sub.Close()
+	}
+	res, err := a.Searcher.Search(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	if wait && res.Total == 0 {
+		res, err = a.hold(r.Context(), sub, q)
+		if errors.Is(err, errHoldEnded) {
+			w.Header().Set("Location", r.URL.RequestURI())
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	httpx.WriteJSON(w, http.StatusOK, searchResponse{TotalCount: res.Total, Options: opt, Data: res.Emails})
+	return nil
+}
+
+var errHoldEnded = errors.New("hold ended")
+
+func (a *API) hold(ctx context.Context, sub *notify.Subscription, q Query) (Result, error) {
+	timer := time.NewTimer(a.WaitHold)
+	defer timer.Stop()
+	var recheck <-chan time.Time
+	if a.Recheck != nil {
+		if d := a.Recheck(); d > 0 {
+			t := time.NewTicker(d)
+			defer t.Stop()
+			recheck = t.C
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case <-timer.C:
+			return Result{}, errHoldEnded
+		case <-sub.C:
+		case <-recheck:
+		}
+		res, err := a.Searcher.Search(ctx, q)
+		if err != nil || res.Total > 0 {
+			return res, err
+		}
+	}
+}
+
+// latestEmailHandler answers GET /api/emails/{namespace}/latest; 404 when empty.
+func (a *API) latestEmailHandler(w http.ResponseWriter, r *http.Request) error {
+	ns, err := a.Tenants.NamespaceParam(r)
+	if err != nil {
+		return err
+	}
+	e, err := a.Searcher.Latest(r.Context(), ns.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return httpx.Errorf(http.StatusNotFound, "no_emails", "namespace %s has no emails", ns.Name)
+	}
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"data": e})
+	return nil
+}
+
+// visibleEmail loads an email the request's organisation may read, or 404.
+func (a *API) visibleEmail(r *http.Request, id string) (StoredEmail, tenant.Namespace, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return StoredEmail{}, tenant.Namespace{}, httpx.NotFound("email")
+	}
+	e, err := a.Searcher.ByID(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return StoredEmail{}, tenant.Namespace{}, httpx.NotFound("email")
+	}
+	if err != nil {
+		return StoredEmail{}, tenant.Namespace{}, err
+	}
+	ns, err := a.Tenants.NamespaceByID(r.Context(), e.NamespaceID)
+	if err != nil || !ns.VisibleTo(tenant.OrgFrom(r.Context()).ID) {
+		return StoredEmail{}, tenant.Namespace{}, httpx.NotFound("email")
+	}
+	return e, ns, nil
+}
+
+// getEmailHandler answers GET /api/emails/{emailId}.
+func (a *API) getEmailHandler(w http.ResponseWriter, r *http.Request) error {
+	e, _, err := a.visibleEmail(r, chi.URLParam(r, "emailId"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"data": e.Email})
+	return nil
+}
+
+// attachmentView is the seed's Attachment with a signed download link valid for
+// DownloadLinkTTL and never past the email's expiry.
+func (a *API) attachmentView(att StoredAttachment) Attachment {
+	expires := time.UnixMilli(att.ExpiresMs).UTC()
+	link := a.now().Add(DownloadLinkTTL).Truncate(time.Second)
+	if link.After(expires) {
+		link = expires.Truncate(time.Second)
+	}
+	v := url.Values{}
+	v.Set("expires", strconv.FormatInt(link.Unix(), 10))
+	v.Set("signature", a.Key.Sign(attachmentPurpose, att.ID, link))
+	exp := httpx.Time(expires)
+	return Attachment{
+		ID: att.ID, Filename: att.Filename, ContentType: att.ContentType, Size: att.Size, ExpiresAt: &exp,
+		DownloadURL: a.PublicURL() + "/download/attachments/" + url.PathEscape(att.ID) + "?" + v.Encode(),
+	}
+}
+
+// listAttachmentsHandler answers GET /api/emails/{emailId}/attachments.
+func (a *API) listAttachmentsHandler(w http.ResponseWriter, r *http.Request) error {
+	e, _, err := a.visibleEmail(r, chi.URLParam(r, "emailId"))
+	if err != nil {
+		return err
+	}
+	atts, err := a.Searcher.Attachments(r.Context(), e.ID)
+	if err != nil {
+		return err
+	}
+	data := make([]Attachment, 0, len(atts))
+	for _, att := range atts {
+		data = append(data, a.attachmentView(att))
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"data": data})
+	return nil
+}
+
+// getAttachmentHandler answers GET /api/attachments/{id}.
+func (a *API) getAttachmentHandler(w http.ResponseWriter, r *http.Request) error {
+	id := chi.URLParam(r, "id")
+	if _, err := uuid.Parse(id); err != nil {
+		return httpx.NotFound("attachment")
+	}
+	att, err := a.Searcher.Attachment(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return httpx.NotFound("attachment")
+	}
+	if err != nil {
+		return err
+	}
+	ns, err := a.Tenants.NamespaceByID(r.Context(), att.NamespaceID)
+	if err != nil || !ns.VisibleTo(tenant.OrgFrom(r.Context()).ID) {
+		return httpx.NotFound("attachment")
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"data": a.attachmentView(att)})
+	return nil
+}
+
+// downloadAttachmentHandler serves an attachment's bytes through a signed link. A
+// tampered or expired link is 404, like a missing attachment. The bytes are served
+// as a download that browsers will not render or sniff.
+func (a *API) downloadAttachmentHandler(w http.ResponseWriter, r *http.Request) error {
+	id := chi.URLParam(r, "id")
+	exp, err := strconv.ParseInt(r.URL.Query().Get("expires"), 10, 64)
+	if err != nil || !a.Key.Verify(attachmentPurpose, id, time.Unix(exp, 0), r.URL.Query().Get("signature"), a.now()) {
+		return httpx.Errorf(http.StatusNotFound, "link_invalid", "this download link is invalid or has expired; request a new one from the API")
+	}
+	att, err := a.Searcher.Attachment(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return httpx.NotFound("attachment")
+	}
+	if err != nil {
+		return err
+	}
+	data, err := a.Searcher.AttachmentData(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return httpx.NotFound("attachment")
+	}
+	if err != nil {
+		return err
+	}
+	ServeDownload(w, att.ContentType, att.Filename, data)
+	return nil
+}
+
+// ServeDownload writes bytes as an attachment download with the contract's
+// protective headers.
+func ServeDownload(w http.ResponseWriter, contentType, filename string, data []byte) {
+	if _, _, err := mime.ParseMediaType(contentType); err != nil || contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	cd := mime.FormatMediaType("attachment", map[string]string{"filename": filename})
+	if cd == "" {
+		cd = "attachment"
+	}
+	h.Set("Content-Disposition", cd)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox")
+	h.Set("Cache-Control", "private, no-store")
+	w.WriteHeader(http.StatusOK)
+	w.Write(data)
+}

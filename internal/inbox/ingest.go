@@ -1,0 +1,343 @@
+package inbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/notify"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// Envelope is what the SMTP session knew about a message besides its bytes.
+type Envelope struct {
+	ClientIP string // remote IP address
+	Helo     string // HELO/EHLO name
+	MailFrom string // MAIL FROM reverse path ("" for a bounce)
+}
+
+// Target is one namespace a message is delivered into, with the envelope
+// recipients (RCPT TO) addressed to that namespace.
+type Target struct {
+	Namespace  tenant.Namespace
+	Recipients []string
+}
+
+// ErrClosed is returned by Deliver once the ingester is shutting down.
+var ErrClosed = errors.New("ingester closed")
+
+// NamespaceTopic is the notify topic of a namespace's arrivals.
+func NamespaceTopic(namespaceID string) string { return "ns:" + namespaceID }
+
+// row is one email ready to insert: a message as seen by one namespace.
+type row struct {
+	email       Email
+	namespaceID string
+	receivedMs  int64
+	expiresMs   int64
+	fromAddr    string
+	recipients  []string // lower case, distinct
+	attachments []parsedAttachment
+	raw         []byte // nil when the namespace does not capture raw email
+	env         Envelope
+	size        int64
+}
+
+type batchReq struct {
+	rows []*row
+	done chan error
+}
+
+// Ingester stores received messages. Deliver returns only after the message is
+// committed to disk: concurrent deliveries are grouped into one transaction (group
+// commit), so the cost of the fsync is shared and durability does not cost
+// throughput.
+type Ingester struct {
+	db       *store.DB
+	notifier notify.Notifier
+	now      func() time.Time
+
+	reqs    chan *batchReq
+	mu      sync.RWMutex // guards closed against sends on reqs
+	closed  bool
+	writers sync.WaitGroup
+
+	maxBatchRows  int
+	maxBatchBytes int64
+}
+
+// NewIngester starts the ingester's writers: one on SQLite (it has one writer at a
+// time), several on PostgreSQL.
+func NewIngester(db *store.DB, n notify.Notifier) *Ingester {
+	in := &Ingester{
+		db: db, notifier: n, now: time.Now,
+		reqs:          make(chan *batchReq, 1024),
+		maxBatchRows:  256,
+		maxBatchBytes: 64 << 20,
+	}
+	writers := 1
+	if db.Dialect == store.Postgres {
+		writers = 4
+	}
+	for i := 0; i < writers; i++ {
+		in.writers.Add(1)
+		go in.writeLoop()
+	}
+	return in
+}
+
+// SetClock replaces the clock (tests).
+func (in *Ingester) SetClock(now func() time.Time) { in.now = now }
+
+// Close stops accepting messages and waits for queued ones to be committed.
+func (in *Ingester) Close() {
+	in.mu.Lock()
+	if !in.closed {
+		in.closed = true
+		close(in.reqs)
+	}
+	in.mu.Unlock()
+	in.writers.Wait()
+}
+
+// Deliver parses raw once and stores one email per target namespace, returning
+// their ids after the commit. A returned error means nothing was stored.
+func (in *Ingester) Deliver(ctx context.Context, raw []byte, env Envelope, targets []Target) ([]string, error) {
+	if len(targets) == 0 {
+		return nil, errors.New("deliver: no target namespace")
+	}
+	p := parseMessage(raw)
+	now := in.now()
+	rows := make([]*row, 0, len(targets))
+	for _, t := range targets {
+		rows = append(rows, buildRow(p, raw, env, t, now))
+	}
+	req := &batchReq{rows: rows, done: make(chan error, 1)}
+	in.mu.RLock()
+	if in.closed {
+		in.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	select {
+	case in.reqs <- req:
+		in.mu.RUnlock()
+	case <-ctx.Done():
+		in.mu.RUnlock()
+		return nil, ctx.Err()
+	}
+	// Once queued, wait for the outcome even if ctx ends: the caller must learn
+	// whether the message was stored.
+	if err := <-req.done; err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.email.ID
+	}
+	return ids, nil
+}
+
+func buildRow(p parsed, raw []byte, env Envelope, t Target, now time.Time) *row {
+	ms := now.UnixMilli()
+	expires := ms + int64(t.Namespace.RetentionTime)*1000
+	e := Email{
+		ID:                tenant.NewID(),
+		From:              p.From,
+		To:                p.To,
+		Cc:                p.Cc,
+		Subject:           p.Subject,
+		HTML:              p.HTML,
+		Text:              p.Text,
+		ReceivedDate:      httpx.TimeMillis(ms),
+		ReceivedTimestamp: ms / 1000,
+		ExpiresTimestamp:  expires / 1000,
+		Headers:           p.Headers,
+	}
+	if e.To == nil {
+		e.To = []Address{}
+	}
+	// Envelope recipients of this namespace that the headers do not name were
+	// blind copies (contract section 5).
+	seen := map[string]bool{}
+	var rcpts []string
+	add := func(a string) {
+		a = strings.ToLower(strings.TrimSpace(a))
+		if a != "" && !seen[a] {
+			seen[a] = true
+			rcpts = append(rcpts, a)
+		}
+	}
+	for _, a := range p.To {
+		add(a.Address)
+	}
+	for _, a := range p.Cc {
+		add(a.Address)
+	}
+	for _, r := range t.Recipients {
+		if !seen[strings.ToLower(r)] {
+			e.Bcc = append(e.Bcc, Address{Address: r})
+		}
+		add(r)
+	}
+	r := &row{
+		namespaceID: t.Namespace.ID,
+		receivedMs:  ms,
+		expiresMs:   expires,
+		fromAddr:    strings.ToLower(p.From.Address),
+		recipients:  rcpts,
+		env:         env,
+		size:        int64(len(raw)),
+	}
+	for _, a := range p.Attachments {
+		id := tenant.NewID()
+		e.Attachments = append(e.Attachments, AttachmentSummary{ID: id, Filename: a.Filename, ContentType: a.ContentType, Size: int64(len(a.Data))})
+	}
+	r.attachments = p.Attachments
+	if t.Namespace.CaptureRawEmail {
+		r.raw = raw
+	}
+	r.email = e
+	return r
+}
+
+func (in *Ingester) writeLoop() {
+	defer in.writers.Done()
+	for first := range in.reqs {
+		batch := []*batchReq{first}
+		rows, bytes := len(first.rows), rowsBytes(first.rows)
+	drain:
+		for rows < in.maxBatchRows && bytes < in.maxBatchBytes {
+			select {
+			case r, ok := <-in.reqs:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+				rows += len(r.rows)
+				bytes += rowsBytes(r.rows)
+			default:
+				break drain
+			}
+		}
+		in.commitBatch(batch)
+	}
+}
+
+func rowsBytes(rows []*row) int64 {
+	var n int64
+	for _, r := range rows {
+		n += r.size
+	}
+	return n
+}
+
+// commitBatch stores a batch in one transaction. If that fails, each request is
+// retried alone so that one bad message cannot fail the others.
+func (in *Ingester) commitBatch(batch []*batchReq) {
+	err := in.safeInsert(batch)
+	if err != nil && len(batch) > 1 {
+		for _, req := range batch {
+			in.finish([]*batchReq{req}, in.safeInsert([]*batchReq{req}))
+		}
+		return
+	}
+	in.finish(batch, err)
+}
+
+func (in *Ingester) finish(batch []*batchReq, err error) {
+	if err != nil {
+		slog.Error("Storing received mail failed", "messages", len(batch), "err", err)
+	} else {
+		seen := map[string]bool{}
+		var topics []string
+		for _, req := range batch {
+			for _, r := range req.rows {
+				if t := NamespaceTopic(r.namespaceID); !seen[t] {
+					seen[t] = true
+					topics = append(topics, t)
+				}
+			}
+		}
+		in.notifier.Publish(context.Background(), topics...)
+	}
+	for _, req := range batch {
+		req.done <- err
+	}
+}
+
+func (in *Ingester) safeInsert(batch []*batchReq) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic while storing mail: %v", p)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return in.db.InTx(ctx, func(tx *store.Tx) error {
+		for _, req := range batch {
+			for _, r := range req.rows {
+				if err := insertRow(ctx, tx, r); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func insertRow(ctx context.Context, tx *store.Tx, r *row) error {
+	doc, err := json.Marshal(r.email)
+	if err != nil {
+		return fmt.Errorf("encode email: %w", err)
+	}
+	var seq int64
+	err = tx.QueryRow(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+		r.email.ID, r.namespaceID, r.receivedMs, r.expiresMs, r.fromAddr, r.email.Subject, r.size,
+		r.env.ClientIP, r.env.Helo, r.env.MailFrom, string(doc)).Scan(&seq)
+	if err != nil {
+		return fmt.Errorf("insert email: %w", err)
+	}
+	if len(r.recipients) > 0 {
+		var b strings.Builder
+		args := make([]any, 0, 3*len(r.recipients))
+		b.WriteString("INSERT INTO email_recipients (namespace_id, addr, email_seq) VALUES ")
+		for i, a := range r.recipients {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?)")
+			args = append(args, r.namespaceID, a, seq)
+		}
+		if _, err := tx.Exec(ctx, b.String(), args...); err != nil {
+			return fmt.Errorf("insert recipients: %w", err)
+		}
+	}
+	for i, a := range r.attachments {
+		sum := r.email.Attachments[i]
+		if _, err := tx.Exec(ctx, `INSERT INTO attachments (id, email_id, position, filename, content_type, content_id, inline, size, data)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, sum.ID, r.email.ID, i, sum.Filename, sum.ContentType, a.ContentID, a.Inline, sum.Size, nonNil(a.Data)); err != nil {
+			return fmt.Errorf("insert attachment: %w", err)
+		}
+	}
+	if r.raw != nil {
+		if _, err := tx.Exec(ctx, "INSERT INTO raw_messages (email_id, data) VALUES (?, ?)", r.email.ID, nonNil(r.raw)); err != nil {
+			return fmt.Errorf("insert raw message: %w", err)
+		}
+	}
+	return nil
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

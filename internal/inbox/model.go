@@ -1,0 +1,49 @@
+// Package inbox is the inbound half of Catchbox: it turns a received message into
+// the seed's Email resource (ingest), stores it durably with group commit, finds it
+// again (search, wait, latest, by id), serves its attachments through signed
+// links, and deletes it when its namespace's retention runs out (reaper).
+//
+// docs/flow.md follows one message through this package.
+package inbox
+
+// Address is the seed's EmailAddress.
+type Address struct {
+	Address string `json:"address"`
+	Name    string `json:"name,omitempty"`
+}
+
+// AttachmentSummary is the seed's EmailAttachmentSummary.
+type AttachmentSummary struct {
+	ID          string `json:"id"`
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type"`
+	Size        int64  `json:"size"`
+}
+
+// Email is the seed's Email resource, as returned by the API.
+type Email struct {
+	ID                string              `json:"id"`
+	From              Address             `json:"from"`
+	To                []Address           `json:"to"`
+	Cc                []Address           `json:"cc,omitempty"`
+	Bcc               []Address           `json:"bcc,omitempty"`
+	Subject           string              `json:"subject,omitempty"`
+	HTML              string              `json:"html,omitempty"`
+	Text              string              `json:"text,omitempty"`
+	ReceivedDate      string              `json:"received_date"`
+	ReceivedTimestamp int64               `json:"received_timestamp"`
+	ExpiresTimestamp  int64               `json:"expires_timestamp"`
+	SpamScore         *float64            `json:"spam_score,omitempty"`
+	Headers           map[string]string   `json:"headers,omitempty"`
+	Attachments       []AttachmentSummary `json:"attachments,omitempty"`
+}
+
+// Attachment is the seed's Attachment download metadata.
+type Attachment struct {
+	ID          string  `json:"id"`
+	Filename    string  `json:"filename"`
+	ContentType string  `json:"content_type"`
+	Size        int64   `json:"size"`
+	ExpiresAt   *string `json:"expires_at"`
+	DownloadURL string  `json:"download_url"`
+}

@@ -1,0 +1,269 @@
+package inbox
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/catchbox/catchbox/internal/store"
+)
+
+// Query is a parsed inbox search (the seed's GET /api/emails/{namespace}/inbox).
+type Query struct {
+	NamespaceID      string
+	Limit, Offset    int
+	FromTimestamp    *int64 // Unix seconds, inclusive
+	ToTimestamp      *int64 // Unix seconds, inclusive (the whole second)
+	ToAddrPrefix     string // case-insensitive prefix of any To/Cc/envelope recipient
+	FromAddrIncludes string // case-insensitive substring of the From address
+	SubjectIncludes  string // case-insensitive substring of the subject
+}
+
+// Result is one page of a search and the count of every match.
+type Result struct {
+	Total  int
+	Emails []Email
+}
+
+// Limits on search parameters (the seed's, and ours for the strings).
+const (
+	DefaultLimit   = 10
+	MaxLimit       = 20
+	MaxFilterRunes = 998
+)
+
+// minTrigram is the shortest substring the trigram indexes can serve; shorter
+// ones are matched by scanning the namespace's rows.
+const minTrigram = 3
+
+// Searcher runs inbox searches.
+type Searcher struct {
+	db  *store.DB
+	now func() time.Time
+}
+
+// NewSearcher returns a searcher over db.
+func NewSearcher(db *store.DB) *Searcher { return &Searcher{db: db, now: time.Now} }
+
+// SetClock replaces the clock (tests).
+func (s *Searcher) SetClock(now func() time.Time) { s.now = now }
+
+// escapeLike escapes LIKE wildcards; the queries use ESCAPE '\'.
+func escapeLike(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
+
+// prefixUpperBound returns the smallest string greater than every string with
+// the prefix p, for a byte-ordered range scan; ok is false when there is none.
+func prefixUpperBound(p string) (string, bool) {
+	b := []byte(p)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
+}
+
+// ftsPhrase quotes s as an FTS5 phrase (double quotes doubled).
+func ftsPhrase(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// where builds the shared WHERE clause of the page and count queries.
+func (s *Searcher) where(q Query) (string, []any) {
+	now := s.now().UnixMilli()
+	conds := []string{"e.namespace_id = ?", "e.expires_ms > ?"}
+	args := []any{q.NamespaceID, now}
+	if q.FromTimestamp != nil {
+		conds = append(conds, "e.received_ms >= ?")
+		args = append(args, *q.FromTimestamp*1000)
+	}
+	if q.ToTimestamp != nil {
+		conds = append(conds, "e.received_ms <= ?")
+		args = append(args, *q.ToTimestamp*1000+999)
+	}
+	if q.ToAddrPrefix != "" {
+		p := strings.ToLower(q.ToAddrPrefix)
+		if hi, ok := prefixUpperBound(p); ok {
+			conds = append(conds, "EXISTS (SELECT 1 FROM email_recipients r WHERE r.namespace_id = e.namespace_id AND r.email_seq = e.seq AND r.addr >= ? AND r.addr < ?)")
+			args = append(args, p, hi)
+		} else {
+			conds = append(conds, "EXISTS (SELECT 1 FROM email_recipients r WHERE r.namespace_id = e.namespace_id AND r.email_seq = e.seq AND r.addr >= ?)")
+			args = append(args, p)
+		}
+	}
+	if q.SubjectIncludes != "" {
+		c, a := s.substring("subject", q.SubjectIncludes)
+		conds = append(conds, c)
+		args = append(args, a...)
+	}
+	if q.FromAddrIncludes != "" {
+		c, a := s.substring("from_addr", q.FromAddrIncludes)
+		conds = append(conds, c)
+		args = append(args, a...)
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// substring matches column against a case-insensitive substring through the
+// trigram index of the store (FTS5 on SQLite, pg_trgm on PostgreSQL).
+func (s *Searcher) substring(column, needle string) (string, []any) {
+	lower := strings.ToLower(needle)
+	like := "%" + escapeLike(lower) + "%"
+	if s.db.Dialect == store.Postgres {
+		if column == "subject" {
+			return `lower(e.subject) LIKE ? ESCAPE '\'`, []any{like}
+		}
+		return `e.from_addr LIKE ? ESCAPE '\'`, []any{like}
+	}
+	if utf8.RuneCountInString(lower) < minTrigram {
+		return "lower(e." + column + `) LIKE ? ESCAPE '\'`, []any{like}
+	}
+	// The trigram tokenizer folds case itself; the LIKE re-check keeps the
+	// meaning exact for ASCII and is cheap on the few candidate rows.
+	return "e.seq IN (SELECT rowid FROM emails_fts WHERE emails_fts MATCH ?)",
+		[]any{column + ": " + ftsPhrase(lower)}
+}
+
+// Search returns one page of matching emails, newest first, and the total count.
+// Expired emails are never returned, even before the reaper deletes them.
+func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
+	where, args := s.where(q)
+	var res Result
+	if err := s.db.QueryRow(ctx, "SELECT COUNT(*) FROM emails e WHERE "+where, args...).Scan(&res.Total); err != nil {
+		return Result{}, fmt.Errorf("count emails: %w", err)
+	}
+	if res.Total == 0 || q.Offset >= res.Total {
+		res.Emails = []Email{}
+		return res, nil
+	}
+	pageArgs := append(append([]any{}, args...), q.Limit, q.Offset)
+	rows, err := s.db.Query(ctx, "SELECT e.doc FROM emails e WHERE "+where+
+		" ORDER BY e.received_ms DESC, e.seq DESC LIMIT ? OFFSET ?", pageArgs...)
+	if err != nil {
+		return Result{}, fmt.Errorf("search emails: %w", err)
+	}
+	defer rows.Close()
+	res.Emails = make([]Email, 0, q.Limit)
+	for rows.Next() {
+		e, err := scanDoc(rows)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Emails = append(res.Emails, e)
+	}
+	return res, rows.Err()
+}
+
+func scanDoc(row interface{ Scan(...any) error }) (Email, error) {
+	var doc string
+	if err := row.Scan(&doc); err != nil {
+		return Email{}, err
+	}
+	var e Email
+	if err := json.Unmarshal([]byte(doc), &e); err != nil {
+		return Email{}, fmt.Errorf("decode stored email: %w", err)
+	}
+	return e, nil
+}
+
+// Latest returns the newest unexpired email of the namespace.
+func (s *Searcher) Latest(ctx context.Context, namespaceID string) (Email, error) {
+	e, err := scanDoc(s.db.QueryRow(ctx, `SELECT e.doc FROM emails e WHERE e.namespace_id = ? AND e.expires_ms > ?
+		ORDER BY e.received_ms DESC, e.seq DESC LIMIT 1`, namespaceID, s.now().UnixMilli()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Email{}, store.ErrNotFound
+	}
+	return e, err
+}
+
+// StoredEmail is an email with the columns access checks need.
+type StoredEmail struct {
+	Email
+	NamespaceID string
+	ExpiresMs   int64
+}
+
+// ByID returns an unexpired email by id.
+func (s *Searcher) ByID(ctx context.Context, id string) (StoredEmail, error) {
+	var se StoredEmail
+	var doc string
+	err := s.db.QueryRow(ctx, "SELECT namespace_id, expires_ms, doc FROM emails WHERE id = ? AND expires_ms > ?",
+		id, s.now().UnixMilli()).Scan(&se.NamespaceID, &se.ExpiresMs, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return StoredEmail{}, store.ErrNotFound
+	}
+	if err != nil {
+		return StoredEmail{}, fmt.Errorf("get email: %w", err)
+	}
+	if err := json.Unmarshal([]byte(doc), &se.Email); err != nil {
+		return StoredEmail{}, fmt.Errorf("decode stored email: %w", err)
+	}
+	return se, nil
+}
+
+// StoredAttachment is an attachment's metadata with its email's access columns.
+type StoredAttachment struct {
+	ID, EmailID, Filename, ContentType string
+	Size                               int64
+	NamespaceID                        string
+	ExpiresMs                          int64
+}
+
+const attachmentCols = `a.id, a.email_id, a.filename, a.content_type, a.size, e.namespace_id, e.expires_ms
+	FROM attachments a JOIN emails e ON e.id = a.email_id`
+
+func scanAttachment(row interface{ Scan(...any) error }) (StoredAttachment, error) {
+	var a StoredAttachment
+	err := row.Scan(&a.ID, &a.EmailID, &a.Filename, &a.ContentType, &a.Size, &a.NamespaceID, &a.ExpiresMs)
+	return a, err
+}
+
+// Attachments lists an email's attachments in message order.
+func (s *Searcher) Attachments(ctx context.Context, emailID string) ([]StoredAttachment, error) {
+	rows, err := s.db.Query(ctx, "SELECT "+attachmentCols+" WHERE a.email_id = ? AND e.expires_ms > ? ORDER BY a.position",
+		emailID, s.now().UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("list attachments: %w", err)
+	}
+	defer rows.Close()
+	var out []StoredAttachment
+	for rows.Next() {
+		a, err := scanAttachment(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// Attachment returns one attachment's metadata, if its email has not expired.
+func (s *Searcher) Attachment(ctx context.Context, id string) (StoredAttachment, error) {
+	a, err := scanAttachment(s.db.QueryRow(ctx, "SELECT "+attachmentCols+" WHERE a.id = ? AND e.expires_ms > ?", id, s.now().UnixMilli()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return StoredAttachment{}, store.ErrNotFound
+	}
+	if err != nil {
+		return StoredAttachment{}, fmt.Errorf("get attachment: %w", err)
+	}
+	return a, nil
+}
+
+// AttachmentData returns an attachment's bytes.
+func (s *Searcher) AttachmentData(ctx context.Context, id string) ([]byte, error) {
+	var data []byte
+	err := s.db.QueryRow(ctx, "SELECT data FROM attachments WHERE id = ?", id).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	return data, err
+}

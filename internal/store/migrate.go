@@ -1,0 +1,191 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Migrations live in migrations/ as NNNN_name.sql (run on both stores), or as a
+// pair NNNN_name.sqlite.sql and NNNN_name.postgres.sql where the dialects differ.
+// They are append-only: a released migration is never edited, a change is a new file.
+// Each runs in its own transaction together with the row that records it.
+//
+// Tokens replaced before running:
+//
+//	{{blob}}    BLOB | BYTEA
+//	{{serial}}  INTEGER PRIMARY KEY AUTOINCREMENT | BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY
+//	{{text_c}}  TEXT | TEXT COLLATE "C"  (byte order, so range scans serve prefix search)
+//
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func (db *DB) migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	byVersion := map[int]migration{}
+	for _, e := range entries {
+		name := e.Name()
+		base := strings.TrimSuffix(name, ".sql")
+		dialect := ""
+		if i := strings.LastIndexByte(base, '.'); i >= 0 {
+			dialect, base = base[i+1:], base[:i]
+		}
+		if dialect != "" && dialect != db.Dialect.String() {
+			continue
+		}
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with a number", name)
+		}
+		if prev, dup := byVersion[v]; dup {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", prev.name, name, v)
+		}
+		body, err := migrationFS.ReadFile("migrations/" + name)
+		if err != nil {
+			return nil, err
+		}
+		byVersion[v] = migration{version: v, name: name, sql: db.expandTokens(string(body))}
+	}
+	out := make([]migration, 0, len(byVersion))
+	for _, m := range byVersion {
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+func (db *DB) expandTokens(s string) string {
+	var r *strings.Replacer
+	if db.Dialect == Postgres {
+		r = strings.NewReplacer("{{blob}}", "BYTEA",
+			"{{serial}}", "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+			"{{text_c}}", `TEXT COLLATE "C"`)
+	} else {
+		r = strings.NewReplacer("{{blob}}", "BLOB",
+			"{{serial}}", "INTEGER PRIMARY KEY AUTOINCREMENT",
+			"{{text_c}}", "TEXT")
+	}
+	return r.Replace(s)
+}
+
+// migrationLockID is the PostgreSQL advisory lock key that serialises migrations
+// when several replicas start at once.
+const migrationLockID = 0x63617463 // "catc"
+
+// Migrate applies every migration not yet recorded in schema_migrations.
+func (db *DB) Migrate(ctx context.Context) error {
+	ms, err := db.migrations()
+	if err != nil {
+		return err
+	}
+	if db.Dialect == Postgres {
+		// A session-level advisory lock on one dedicated connection: the second
+		// replica to start waits here until the first has finished.
+		conn, err := db.W.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("migration lock: %w", err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", migrationLockID); err != nil {
+			return fmt.Errorf("migration lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLockID)
+	}
+	if _, err := db.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := db.W.QueryContext(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return fmt.Errorf("read schema_migrations: %w", err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return err
+		}
+		applied[v] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var done []string
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
+		err := db.InTx(ctx, func(tx *Tx) error {
+			for _, stmt := range splitStatements(m.sql) {
+				if _, err := tx.tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("%w\n%s", err, stmt)
+				}
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+				m.version, m.name, NowMillis())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		done = append(done, m.name)
+	}
+	if len(done) > 0 {
+		slog.Info("Applied migrations", "store", db.Dialect.String(), "migrations", done)
+	}
+	return nil
+}
+
+// splitStatements splits a migration at lines ending in ';'. Statements whose body
+// contains ';' (triggers) end at a line holding only "END;".
+func splitStatements(s string) []string {
+	var out []string
+	var cur strings.Builder
+	inBlock := false
+	for _, line := range strings.Split(s, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "--") && cur.Len() == 0 {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		upper := strings.ToUpper(trimmed)
+		if strings.HasPrefix(upper, "CREATE TRIGGER") || strings.Contains(upper, "$$") && !inBlock {
+			inBlock = true
+		}
+		end := false
+		if inBlock {
+			end = upper == "END;" || strings.HasSuffix(upper, "$$;") || strings.HasSuffix(upper, "$$ LANGUAGE PLPGSQL;")
+		} else {
+			end = strings.HasSuffix(trimmed, ";")
+		}
+		if end {
+			if stmt := strings.TrimSpace(cur.String()); stmt != "" {
+				out = append(out, stmt)
+			}
+			cur.Reset()
+			inBlock = false
+		}
+	}
+	if stmt := strings.TrimSpace(cur.String()); stmt != "" {
+		out = append(out, stmt)
+	}
+	return out
+}

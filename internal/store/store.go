@@ -1,0 +1,244 @@
+// Package store opens the database (SQLite in the data directory, or PostgreSQL),
+// runs the append-only migrations, and hides the few dialect differences behind one
+// small API so that every domain package writes its SQL once.
+//
+// Queries use '?' placeholders; on PostgreSQL they are rewritten to $1, $2, ...
+// All times are stored as BIGINT Unix milliseconds, so comparisons are identical on
+// both stores.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
+)
+
+// Dialect names the SQL flavour of the open store.
+type Dialect int
+
+const (
+	SQLite Dialect = iota + 1
+	Postgres
+)
+
+func (d Dialect) String() string {
+	switch d {
+	case SQLite:
+		return "sqlite"
+	case Postgres:
+		return "postgres"
+	}
+	return "unknown"
+}
+
+// ErrNotFound is returned by lookups that find no row.
+var ErrNotFound = errors.New("not found")
+
+// DB is an open store. Writes go through W; reads through R. On SQLite W holds a
+// single connection (SQLite has one writer at a time, and queueing in Go is cheaper
+// than busy-waiting in SQLite) and R a pool of read-only connections over WAL. On
+// PostgreSQL both are the same pool.
+type DB struct {
+	Dialect Dialect
+	W       *sql.DB
+	R       *sql.DB
+	// URL is the connection string the store was opened with (for LISTEN/NOTIFY).
+	URL string
+
+	rebindCache sync.Map // query text -> rebound text (PostgreSQL)
+}
+
+// Open connects to the store named by rawURL: "sqlite:///path/file.db" (or a bare
+// path) or "postgres://...". SQLite's parent directory is created when missing.
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	switch {
+	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
+		return openPostgres(ctx, rawURL)
+	case strings.HasPrefix(rawURL, "sqlite://"):
+		return openSQLite(ctx, strings.TrimPrefix(rawURL, "sqlite://"))
+	case strings.Contains(rawURL, "://"):
+		return nil, fmt.Errorf("database URL scheme not supported (use sqlite:// or postgres://)")
+	default:
+		return openSQLite(ctx, rawURL)
+	}
+}
+
+func openSQLite(ctx context.Context, path string) (*DB, error) {
+	if path == "" {
+		return nil, fmt.Errorf("sqlite URL has no path")
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create data directory: %w", err)
+		}
+	}
+	// synchronous(FULL): in WAL mode a commit is fsynced before it returns, so a
+	// committed email survives a power loss (NORMAL would only survive a crash).
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas + "&_pragma=journal_mode(WAL)&_txlock=immediate"
+	w, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	r.SetMaxOpenConns(8)
+	r.SetMaxIdleConns(8)
+	r.SetConnMaxIdleTime(5 * time.Minute)
+	return &DB{Dialect: SQLite, W: w, R: r, URL: "sqlite://" + path}, nil
+}
+
+func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
+	db, err := sql.Open("pgx", rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	db.SetMaxOpenConns(20)
+	db.SetMaxIdleConns(20)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	return &DB{Dialect: Postgres, W: db, R: db, URL: rawURL}, nil
+}
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	err := db.W.Close()
+	if db.R != db.W {
+		if rerr := db.R.Close(); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// Rebind rewrites '?' placeholders for the store's dialect. A '?' inside a quoted
+// string literal is left alone.
+func (db *DB) Rebind(q string) string {
+	if db.Dialect != Postgres {
+		return q
+	}
+	if v, ok := db.rebindCache.Load(q); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	n := 0
+	inQuote := false
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if c == '\'' {
+			inQuote = !inQuote
+		}
+		if c == '?' && !inQuote {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	out := b.String()
+	db.rebindCache.Store(q, out)
+	return out
+}
+
+// Exec runs a write outside a transaction.
+func (db *DB) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return db.W.ExecContext(ctx, db.Rebind(q), args...)
+}
+
+// Query runs a read.
+func (db *DB) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return db.R.QueryContext(ctx, db.Rebind(q), args...)
+}
+
+// QueryRow runs a read expected to return at most one row.
+func (db *DB) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return db.R.QueryRowContext(ctx, db.Rebind(q), args...)
+}
+
+// Tx is a write transaction with the store's placeholder rewriting.
+type Tx struct {
+	db *DB
+	tx *sql.Tx
+}
+
+// Dialect of the transaction's store.
+func (t *Tx) Dialect() Dialect { return t.db.Dialect }
+
+// Exec runs a statement in the transaction.
+func (t *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, t.db.Rebind(q), args...)
+}
+
+// Query runs a query in the transaction.
+func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(ctx, t.db.Rebind(q), args...)
+}
+
+// QueryRow runs a single-row query in the transaction.
+func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(ctx, t.db.Rebind(q), args...)
+}
+
+// InTx runs fn in a write transaction, committing when fn returns nil. The commit is
+// durable when InTx returns nil (SQLite synchronous=FULL; PostgreSQL's default
+// synchronous_commit).
+func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) (err error) {
+	sqlTx, err := db.W.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			sqlTx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			sqlTx.Rollback()
+		}
+	}()
+	if err = fn(&Tx{db: db, tx: sqlTx}); err != nil {
+		return err
+	}
+	if err = sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// IsUniqueViolation reports whether err is a unique-constraint failure on either
+// store.
+func IsUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505")
+}
+
+// NowMillis is the current time as stored: Unix milliseconds.
+func NowMillis() int64 { return time.Now().UnixMilli() }

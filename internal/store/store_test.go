@@ -1,0 +1,57 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/store/storetest"
+)
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatalf("second migrate: %v", err)
+		}
+		var n int
+		if err := db.QueryRow(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n < 3 {
+			t.Fatalf("schema_migrations has %d rows, want at least 3", n)
+		}
+	})
+}
+
+func TestInTxRollsBackOnError(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			if _, err := tx.Exec(ctx, "INSERT INTO orgs (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", "o1", "x", 1, 1); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO orgs (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", "o2", "x", 1, 1)
+			return err
+		})
+		if !store.IsUniqueViolation(err) {
+			t.Fatalf("want unique violation, got %v", err)
+		}
+		var n int
+		if err := db.QueryRow(ctx, "SELECT COUNT(*) FROM orgs").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("rolled back transaction left %d rows", n)
+		}
+	})
+}
+
+func TestRebind(t *testing.T) {
+	db := &store.DB{Dialect: store.Postgres}
+	got := db.Rebind("SELECT a FROM t WHERE b = ? AND c = '?' AND d IN (?, ?)")
+	want := "SELECT a FROM t WHERE b = $1 AND c = '?' AND d IN ($2, $3)"
+	if got != want {
+		t.Fatalf("Rebind = %q, want %q", got, want)
+	}
+}

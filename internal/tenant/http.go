@@ -1,0 +1,170 @@
+package tenant
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catchbox/catchbox/internal/httpx"
+)
+
+type ctxKey int
+
+const orgKey ctxKey = 1
+
+// OrgFrom returns the organisation RequireKey authenticated.
+func OrgFrom(ctx context.Context) Org {
+	o, _ := ctx.Value(orgKey).(Org)
+	return o
+}
+
+// WithOrg stores the organisation in ctx (for tests and internal callers).
+func WithOrg(ctx context.Context, o Org) context.Context { return context.WithValue(ctx, orgKey, o) }
+
+// RequireKey is the X-Api-Key middleware: a missing, unknown or revoked key is 401
+// with WWW-Authenticate; a valid one puts its organisation in the context.
+func (s *Service) RequireKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("X-Api-Key")
+		if key == "" {
+			httpx.WriteError(w, r, httpx.Errorf(http.StatusUnauthorized, "missing_api_key", "the X-Api-Key header is required"))
+			return
+		}
+		o, err := s.Authenticate(r.Context(), key)
+		if errors.Is(err, ErrNotFound) {
+			httpx.WriteError(w, r, httpx.Errorf(http.StatusUnauthorized, "invalid_api_key", "the API key is not valid"))
+			return
+		}
+		if err != nil {
+			httpx.WriteError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(WithOrg(r.Context(), o)))
+	})
+}
+
+// NamespaceParam resolves the {namespace} path parameter to a namespace the
+// request's organisation may read: 404 otherwise, never revealing another's.
+func (s *Service) NamespaceParam(r *http.Request) (Namespace, error) {
+	name := chi.URLParam(r, "namespace")
+	n, err := s.VisibleNamespace(r.Context(), OrgFrom(r.Context()).ID, name)
+	if errors.Is(err, ErrNotFound) {
+		return Namespace{}, httpx.NotFound("namespace " + quoteName(name))
+	}
+	return n, err
+}
+
+func quoteName(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TestKeyHandler answers GET /api/test: the key is valid (RequireKey checked it).
+func (s *Service) TestKeyHandler(w http.ResponseWriter, r *http.Request) error {
+	httpx.WriteJSON(w, http.StatusOK, map[string]bool{"success": true})
+	return nil
+}
+
+type settingsJSON struct {
+	RetentionTime   int  `json:"retention_time"`
+	QuotaLimit      *int `json:"quota_limit"`
+	CaptureRawEmail bool `json:"capture_raw_email"`
+}
+
+type namespaceJSON struct {
+	ID                   string       `json:"id"`
+	Namespace            string       `json:"namespace"`
+	Shared               bool         `json:"shared"`
+	SharedOrganisationID string       `json:"shared_organisation_id,omitempty"`
+	Settings             settingsJSON `json:"settings"`
+}
+
+func namespaceView(n Namespace) namespaceJSON {
+	return namespaceJSON{ID: n.ID, Namespace: n.Name, Shared: n.SharedOrgID != "", SharedOrganisationID: n.SharedOrgID,
+		Settings: settingsJSON{RetentionTime: n.RetentionTime, QuotaLimit: n.QuotaLimit, CaptureRawEmail: n.CaptureRawEmail}}
+}
+
+// ListNamespacesHandler answers GET /api/namespaces.
+func (s *Service) ListNamespacesHandler(w http.ResponseWriter, r *http.Request) error {
+	ns, err := s.ListNamespaces(r.Context(), OrgFrom(r.Context()).ID)
+	if err != nil {
+		return err
+	}
+	data := make([]namespaceJSON, 0, len(ns))
+	for _, n := range ns {
+		data = append(data, namespaceView(n))
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"total_count": len(data), "data": data})
+	return nil
+}
+
+// UpsertSettingsHandler answers POST /api/namespace/{namespace}/settings: create the
+// namespace or update its settings; 201 either way (contract section 5).
+func (s *Service) UpsertSettingsHandler(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		RetentionTime   *int            `json:"retention_time"`
+		QuotaLimit      json.RawMessage `json:"quota_limit"`
+		CaptureRawEmail *bool           `json:"capture_raw_email"`
+	}
+	if err := httpx.DecodeJSON(r, &body); err != nil {
+		return err
+	}
+	st := Settings{RetentionTime: body.RetentionTime, CaptureRawEmail: body.CaptureRawEmail}
+	switch q := string(body.QuotaLimit); q {
+	case "":
+	case "null":
+		st.ClearQuota = true
+	default:
+		var n int
+		if err := json.Unmarshal(body.QuotaLimit, &n); err != nil {
+			return httpx.Invalid("quota_limit", "must be an integer or null")
+		}
+		st.QuotaLimit = &n
+	}
+	if f, d := s.Validate(st); f != "" {
+		return httpx.Invalid(f, d)
+	}
+	name := chi.URLParam(r, "namespace")
+	n, err := s.UpsertNamespace(r.Context(), OrgFrom(r.Context()).ID, name, st)
+	switch {
+	case errors.Is(err, ErrNamespaceName):
+		return &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_namespace", Message: "namespace " + err.Error(),
+			Fields: []httpx.FieldError{{Field: "namespace", Detail: err.Error()}}}
+	case errors.Is(err, ErrReserved):
+		return &httpx.Error{Status: http.StatusBadRequest, Code: "namespace_reserved", Message: "namespace " + quoteName(name) + " is reserved",
+			Fields: []httpx.FieldError{{Field: "namespace", Detail: "is reserved (outbound, send and share are path words of the API)"}}}
+	case errors.Is(err, ErrNameTaken):
+		return httpx.Errorf(http.StatusConflict, "namespace_taken", "namespace %s belongs to another organisation", quoteName(name))
+	case err != nil:
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, namespaceView(n))
+	return nil
+}
+
+// SMTPEndpoint is the public host and port of the SMTP listener.
+type SMTPEndpoint func() (host string, port int)
+
+// SMTPSettingsHandler answers GET /api/smtp/{namespace}: where and how to submit
+// mail for the namespace (username: the namespace name; password: its derived secret).
+func (s *Service) SMTPSettingsHandler(endpoint SMTPEndpoint) httpx.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		n, err := s.NamespaceParam(r)
+		if err != nil {
+			return err
+		}
+		if n.OrgID != OrgFrom(r.Context()).ID {
+			return httpx.NotFound("namespace " + quoteName(n.Name)) // a shared reader may not send as the owner
+		}
+		host, port := endpoint()
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{
+			"host": host, "port": port, "username": n.Name, "password": s.SMTPPassword(n)}})
+		return nil
+	}
+}
