@@ -34,18 +34,18 @@ func (s Store) DatabaseURLOrDefault() string {
 type Serve struct {
 	Store `embed:""`
 
-	HTTPAddr       string `name:"http-addr" env:"CATCHBOX_HTTP_ADDR" default:"127.0.0.1:8025" help:"HTTP listen address."`
-	SMTPAddr       string `name:"smtp-addr" env:"CATCHBOX_SMTP_ADDR" default:"127.0.0.1:2525" help:"SMTP listen address(es), comma separated."`
-	MailDomain     string `name:"mail-domain" env:"CATCHBOX_MAIL_DOMAIN" default:"localhost" help:"Mail domain: mail to x@<namespace>.<mail-domain> is received."`
-	PublicURL      string `name:"public-url" env:"CATCHBOX_PUBLIC_URL" help:"Base URL used in download links (default: http:// + HTTP address)."`
-	SMTPPublicHost string `name:"smtp-public-host" env:"CATCHBOX_SMTP_PUBLIC_HOST" help:"Host returned by GET /api/smtp/{namespace} (default: host of the public URL)."`
-	SMTPPublicPort int    `name:"smtp-public-port" env:"CATCHBOX_SMTP_PUBLIC_PORT" help:"Port returned by GET /api/smtp/{namespace} (default: port of the first SMTP address)."`
-	TLSCert        string `name:"tls-cert" env:"CATCHBOX_TLS_CERT" help:"PEM certificate; STARTTLS is offered only when set."`
-	TLSKey         string `name:"tls-key" env:"CATCHBOX_TLS_KEY" help:"PEM private key for --tls-cert."`
-	SMTPRequireTLS bool   `name:"smtp-require-tls" env:"CATCHBOX_SMTP_REQUIRE_TLS" help:"Refuse AUTH before STARTTLS."`
-	APIKey         string `name:"api-key" env:"CATCHBOX_API_KEY" help:"On first start of an empty store: the API key of the default organisation (default: generated and printed once)."`
+	HTTPAddr       string        `name:"http-addr" env:"CATCHBOX_HTTP_ADDR" default:"127.0.0.1:8025" help:"HTTP listen address."`
+	SMTPAddr       string        `name:"smtp-addr" env:"CATCHBOX_SMTP_ADDR" default:"127.0.0.1:2525" help:"SMTP listen address(es), comma separated."`
+	MailDomain     string        `name:"mail-domain" env:"CATCHBOX_MAIL_DOMAIN" default:"localhost" help:"Mail domain: mail to x@<namespace>.<mail-domain> is received."`
+	PublicURL      string        `name:"public-url" env:"CATCHBOX_PUBLIC_URL" help:"Base URL used in download links (default: http:// + HTTP address)."`
+	SMTPPublicHost string        `name:"smtp-public-host" env:"CATCHBOX_SMTP_PUBLIC_HOST" help:"Host returned by GET /api/smtp/{namespace} (default: host of the public URL)."`
+	SMTPPublicPort int           `name:"smtp-public-port" env:"CATCHBOX_SMTP_PUBLIC_PORT" help:"Port returned by GET /api/smtp/{namespace} (default: port of the first SMTP address)."`
+	TLSCert        string        `name:"tls-cert" env:"CATCHBOX_TLS_CERT" help:"PEM certificate; STARTTLS is offered only when set."`
+	TLSKey         string        `name:"tls-key" env:"CATCHBOX_TLS_KEY" help:"PEM private key for --tls-cert."`
+	SMTPRequireTLS bool          `name:"smtp-require-tls" env:"CATCHBOX_SMTP_REQUIRE_TLS" help:"Refuse AUTH before STARTTLS."`
+	APIKey         string        `name:"api-key" env:"CATCHBOX_API_KEY" help:"On first start of an empty store: the API key of the default organisation (default: generated and printed once)."`
 	WaitHold       time.Duration `name:"wait-hold" env:"CATCHBOX_WAIT_HOLD" default:"20s" help:"How long a wait=true request is held before its 307 redirect."`
-	LogFormat      string `name:"log-format" env:"CATCHBOX_LOG_FORMAT" default:"text" enum:"text,json" help:"Log format: text or json."`
+	LogFormat      string        `name:"log-format" env:"CATCHBOX_LOG_FORMAT" default:"text" enum:"text,json" help:"Log format: text or json."`
 
 	SMTPMaxMessageBytes int64         `name:"smtp-max-message-bytes" env:"CATCHBOX_SMTP_MAX_MESSAGE_BYTES" default:"31457280" help:"Largest message accepted over SMTP, in bytes (SIZE extension)."`
 	SMTPMaxRecipients   int           `name:"smtp-max-recipients" env:"CATCHBOX_SMTP_MAX_RECIPIENTS" default:"100" help:"Most RCPT TO per message."`
