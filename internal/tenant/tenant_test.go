@@ -1,0 +1,226 @@
+package tenant_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+type env struct {
+	t        *testing.T
+	svc      *tenant.Service
+	srv      *httptest.Server
+	key      string
+	otherKey string
+}
+
+func newEnv(t *testing.T, db *store.DB) *env {
+	ctx := context.Background()
+	svc := tenant.NewService(db, secret.New([]byte("0123456789abcdef0123")), 7*24*time.Hour)
+	key, err := svc.Bootstrap(ctx, "")
+	if err != nil || !strings.HasPrefix(key, tenant.KeyPrefix) {
+		t.Fatalf("Bootstrap = %q, %v", key, err)
+	}
+	if again, err := svc.Bootstrap(ctx, "ignored-key"); err != nil || again != "" {
+		t.Fatalf("second Bootstrap = %q, %v; want no new key", again, err)
+	}
+	other, err := svc.CreateOrg(ctx, "other", 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherKey, err := svc.CreateKey(ctx, other.ID, "ci", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := chi.NewRouter()
+	r.Group(func(r chi.Router) {
+		r.Use(svc.RequireKey)
+		r.Method("GET", "/api/test", httpx.Handler(svc.TestKeyHandler))
+		r.Method("GET", "/api/namespaces", httpx.Handler(svc.ListNamespacesHandler))
+		r.Method("POST", "/api/namespace/{namespace}/settings", httpx.Handler(svc.UpsertSettingsHandler))
+		r.Method("GET", "/api/smtp/{namespace}", svc.SMTPSettingsHandler(func() (string, int) { return "mail.test", 2525 }))
+	})
+	srv := httptest.NewServer(r)
+	t.Cleanup(srv.Close)
+	return &env{t: t, svc: svc, srv: srv, key: key, otherKey: otherKey}
+}
+
+func (e *env) do(method, key, path, body string, out any) int {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("X-Api-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			e.t.Fatalf("%s %s: %s: %v", method, path, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+type nsResp struct {
+	ID        string `json:"id"`
+	Namespace string `json:"namespace"`
+	Shared    *bool  `json:"shared"`
+	Settings  struct {
+		RetentionTime   int  `json:"retention_time"`
+		QuotaLimit      *int `json:"quota_limit"`
+		CaptureRawEmail bool `json:"capture_raw_email"`
+	} `json:"settings"`
+}
+
+func TestKeyCheckAndRevocation(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		var ok map[string]bool
+		if code := e.do("GET", e.key, "/api/test", "", &ok); code != 200 || !ok["success"] {
+			t.Fatalf("GET /api/test = %d %v", code, ok)
+		}
+		ctx := context.Background()
+		org, _ := e.svc.OrgByName(ctx, "default")
+		id, key, err := e.svc.CreateKey(ctx, org.ID, "temp", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := e.do("GET", key, "/api/test", "", nil); code != 200 {
+			t.Fatalf("new key: %d", code)
+		}
+		if err := e.svc.RevokeKey(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if code := e.do("GET", key, "/api/test", "", nil); code != 401 {
+			t.Fatalf("revoked key: %d, want 401", code)
+		}
+		var n int
+		db.QueryRow(ctx, "SELECT COUNT(*) FROM api_keys WHERE key_hash = ?", key).Scan(&n)
+		if n != 0 {
+			t.Fatal("an API key is stored in clear")
+		}
+	})
+}
+
+func TestNamespaceSettings(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		var ns nsResp
+		if code := e.do("POST", e.key, "/api/namespace/My-Inbox/settings", "", &ns); code != 201 {
+			t.Fatalf("create with empty body: %d", code)
+		}
+		if ns.Namespace != "my-inbox" || ns.Settings.RetentionTime != 86400 || ns.Settings.QuotaLimit != nil || !ns.Settings.CaptureRawEmail || ns.Shared == nil || *ns.Shared {
+			t.Fatalf("created %+v", ns)
+		}
+		id := ns.ID
+		if code := e.do("POST", e.key, "/api/namespace/my-inbox/settings", `{"retention_time": 3600, "quota_limit": 50, "capture_raw_email": false, "unknown": 1}`, &ns); code != 201 {
+			t.Fatalf("update: %d", code)
+		}
+		if ns.ID != id || ns.Settings.RetentionTime != 3600 || ns.Settings.QuotaLimit == nil || *ns.Settings.QuotaLimit != 50 || ns.Settings.CaptureRawEmail {
+			t.Fatalf("updated %+v", ns)
+		}
+		// Fields left out stay; null quota returns to the default.
+		e.do("POST", e.key, "/api/namespace/my-inbox/settings", `{"quota_limit": null}`, &ns)
+		if ns.Settings.RetentionTime != 3600 || ns.Settings.QuotaLimit != nil || ns.Settings.CaptureRawEmail {
+			t.Fatalf("partial update %+v", ns)
+		}
+		var errBody struct {
+			Code   string `json:"code"`
+			Errors []struct {
+				Field string `json:"field"`
+			} `json:"errors"`
+		}
+		for _, c := range []struct {
+			path, body, code, field string
+			status                  int
+		}{
+			{"/api/namespace/my-inbox/settings", `{"retention_time": 59}`, "invalid_parameter", "retention_time", 400},
+			{"/api/namespace/my-inbox/settings", `{"retention_time": 604801}`, "invalid_parameter", "retention_time", 400},
+			{"/api/namespace/my-inbox/settings", `{"retention_time": "long"}`, "invalid_parameter", "retention_time", 400},
+			{"/api/namespace/my-inbox/settings", `{"quota_limit": 0}`, "invalid_parameter", "quota_limit", 400},
+			{"/api/namespace/my-inbox/settings", `{"capture_raw_email": "yes"}`, "invalid_parameter", "capture_raw_email", 400},
+			{"/api/namespace/my-inbox/settings", `{not json`, "invalid_json", "", 400},
+			{"/api/namespace/-bad-/settings", `{}`, "invalid_namespace", "namespace", 400},
+			{"/api/namespace/" + strings.Repeat("a", 64) + "/settings", `{}`, "invalid_namespace", "namespace", 400},
+			{"/api/namespace/under_score/settings", `{}`, "invalid_namespace", "namespace", 400},
+			{"/api/namespace/outbound/settings", `{}`, "namespace_reserved", "namespace", 400},
+			{"/api/namespace/Share/settings", `{}`, "namespace_reserved", "namespace", 400},
+		} {
+			errBody.Code, errBody.Errors = "", nil
+			code := e.do("POST", e.key, c.path, c.body, &errBody)
+			if code != c.status || errBody.Code != c.code {
+				t.Errorf("%s %s: %d %s, want %d %s", c.path, c.body, code, errBody.Code, c.status, c.code)
+			}
+			if c.field != "" && (len(errBody.Errors) != 1 || errBody.Errors[0].Field != c.field) {
+				t.Errorf("%s %s: errors %+v, want field %s", c.path, c.body, errBody.Errors, c.field)
+			}
+		}
+		// Another organisation cannot take or change the name.
+		if code := e.do("POST", e.otherKey, "/api/namespace/my-inbox/settings", `{}`, &errBody); code != 409 || errBody.Code != "namespace_taken" {
+			t.Fatalf("other organisation: %d %s, want 409 namespace_taken", code, errBody.Code)
+		}
+		var list struct {
+			TotalCount int      `json:"total_count"`
+			Data       []nsResp `json:"data"`
+		}
+		e.do("GET", e.key, "/api/namespaces", "", &list)
+		if list.TotalCount != 2 || len(list.Data) != 2 || list.Data[0].Namespace != "default" || list.Data[1].Namespace != "my-inbox" {
+			t.Fatalf("list %+v", list)
+		}
+		e.do("GET", e.otherKey, "/api/namespaces", "", &list)
+		if list.TotalCount != 0 || list.Data == nil {
+			t.Fatalf("other organisation's list %+v", list)
+		}
+	})
+}
+
+func TestSMTPSettings(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		var s struct {
+			Data struct {
+				Host     string `json:"host"`
+				Port     int    `json:"port"`
+				Username string `json:"username"`
+				Password string `json:"password"`
+			} `json:"data"`
+		}
+		if code := e.do("GET", e.key, "/api/smtp/default", "", &s); code != 200 {
+			t.Fatalf("status %d", code)
+		}
+		ns, _ := e.svc.NamespaceByName(context.Background(), "default")
+		if s.Data.Host != "mail.test" || s.Data.Port != 2525 || s.Data.Username != "default" || s.Data.Password != e.svc.SMTPPassword(ns) || len(s.Data.Password) < 20 {
+			t.Fatalf("settings %+v", s.Data)
+		}
+		if code := e.do("GET", e.otherKey, "/api/smtp/default", "", nil); code != 404 {
+			t.Fatalf("other organisation: %d, want 404", code)
+		}
+	})
+}
+
+func TestBodyLimit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		big := `{"retention_time": 3600, "pad": "` + string(bytes.Repeat([]byte("a"), httpx.MaxBodyBytes)) + `"}`
+		var errBody struct{ Code string }
+		if code := e.do("POST", e.key, "/api/namespace/big/settings", big, &errBody); code != 413 || errBody.Code != "body_too_large" {
+			t.Fatalf("oversized body: %d %s", code, errBody.Code)
+		}
+	})
+}
