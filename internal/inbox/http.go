@@ -23,6 +23,9 @@ import (
 // email's own expiry).
 const DownloadLinkTTL = time.Hour
 
+// RecheckInterval is how often a held search re-checks while wake-ups are degraded.
+const RecheckInterval = 250 * time.Millisecond
+
 const attachmentPurpose = "attachment-download"
 
 // API serves the inbound endpoints of the seed.
@@ -33,10 +36,11 @@ type API struct {
 	Key       *secret.Key
 	PublicURL func() string // base URL of download links, no trailing slash
 	WaitHold  time.Duration
-	// Recheck, when positive, re-runs a held search at this interval even without
-	// a wake-up: the safety net when cross-replica notifications may be lost.
-	Recheck func() time.Duration
-	Now     func() time.Time
+	// Degraded, when set, is asked every RecheckInterval while a search is held;
+	// when it reports true (cross-replica wake-ups may be lost) the search is
+	// re-run without waiting for a wake-up.
+	Degraded func() bool
+	Now      func() time.Time
 }
 
 func (a *API) now() time.Time {
@@ -152,12 +156,10 @@ func (a *API) hold(ctx context.Context, sub *notify.Subscription, q Query) (Resu
 	timer := time.NewTimer(a.WaitHold)
 	defer timer.Stop()
 	var recheck <-chan time.Time
-	if a.Recheck != nil {
-		if d := a.Recheck(); d > 0 {
-			t := time.NewTicker(d)
-			defer t.Stop()
-			recheck = t.C
-		}
+	if a.Degraded != nil {
+		t := time.NewTicker(RecheckInterval)
+		defer t.Stop()
+		recheck = t.C
 	}
 	for {
 		select {
@@ -167,6 +169,9 @@ func (a *API) hold(ctx context.Context, sub *notify.Subscription, q Query) (Resu
 			return Result{}, errHoldEnded
 		case <-sub.C:
 		case <-recheck:
+			if !a.Degraded() {
+				continue
+			}
 		}
 		res, err := a.Searcher.Search(ctx, q)
 		if err != nil || res.Total > 0 {

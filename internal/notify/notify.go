@@ -86,6 +86,20 @@ func (h *Hub) Publish(_ context.Context, topics ...string) {
 	}
 }
 
+// PublishAll wakes every subscriber of every topic.
+func (h *Hub) PublishAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range h.subs {
+		for s := range m {
+			select {
+			case s.c <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
 // Waiters is the number of open subscriptions (for metrics and tests).
 func (h *Hub) Waiters() int {
 	h.mu.Lock()

@@ -242,3 +242,28 @@ func IsUniqueViolation(err error) bool {
 
 // NowMillis is the current time as stored: Unix milliseconds.
 func NowMillis() int64 { return time.Now().UnixMilli() }
+
+// RunExclusive runs fn only if no other replica is running the job of the same
+// name, and reports whether it ran. On PostgreSQL it holds a session advisory lock
+// for the duration (released by the server if this replica dies mid-job, so
+// another picks the job up on its next turn); on SQLite, a single process owns the
+// file and fn always runs.
+func (db *DB) RunExclusive(ctx context.Context, job string, fn func(context.Context) error) (bool, error) {
+	if db.Dialect != Postgres {
+		return true, fn(ctx)
+	}
+	conn, err := db.W.Conn(ctx)
+	if err != nil {
+		return false, fmt.Errorf("claim %s: %w", job, err)
+	}
+	defer conn.Close()
+	var got bool
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(hashtext($1))", "catchbox:"+job).Scan(&got); err != nil {
+		return false, fmt.Errorf("claim %s: %w", job, err)
+	}
+	if !got {
+		return false, nil
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext($1))", "catchbox:"+job)
+	return true, fn(ctx)
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/catchbox/catchbox/internal/config"
+	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/server"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// adminCmd groups the admin commands of CONTRACT.md section 3. They open the
+// configured store directly, so they work whether or not serve is running.
+type adminCmd struct {
+	config.Store `embed:""`
+	RetentionMax time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention a namespace may set."`
+	JSON         bool          `name:"json" help:"Print the created or changed object as one JSON object."`
+
+	Org       orgCmd       `cmd:"" help:"Organisations."`
+	Key       keyCmd       `cmd:"" help:"API keys."`
+	Namespace namespaceCmd `cmd:"" help:"Namespaces (inboxes)."`
+}
+
+// adminEnv is what every admin command works with.
+type adminEnv struct {
+	ctx     context.Context
+	db      *store.DB
+	tenants *tenant.Service
+	json    bool
+	out     io.Writer
+}
+
+func (a *adminCmd) open() (*adminEnv, func(), error) {
+	ctx := context.Background()
+	db, err := server.OpenStore(ctx, a.Store)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := secret.Load(a.DataDir, a.SecretKey)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	env := &adminEnv{ctx: ctx, db: db, tenants: tenant.NewService(db, key, a.RetentionMax), json: a.JSON, out: os.Stdout}
+	return env, func() { db.Close() }, nil
+}
+
+// print writes v as JSON with --json, else the plain text line.
+func (e *adminEnv) print(v any, text string, args ...any) {
+	if e.json {
+		b, _ := json.Marshal(v)
+		fmt.Fprintln(e.out, string(b))
+		return
+	}
+	fmt.Fprintf(e.out, text+"\n", args...)
+}
+
+type orgCmd struct {
+	Create orgCreateCmd `cmd:"" help:"Create an organisation."`
+	Update orgUpdateCmd `cmd:"" help:"Change an organisation's TOTP settings."`
+}
+
+type orgJSON struct {
+	ID              string `json:"id"`
+	Name            string `json:"name"`
+	TOTPDeviceLimit int    `json:"totp_device_limit"`
+	TOTPEnabled     bool   `json:"totp_enabled"`
+}
+
+func orgView(o tenant.Org) orgJSON {
+	return orgJSON{ID: o.ID, Name: o.Name, TOTPDeviceLimit: o.TOTPDeviceLimit, TOTPEnabled: o.TOTPEnabled}
+}
+
+type orgCreateCmd struct {
+	Name            string `arg:"" help:"Organisation name."`
+	TOTPDeviceLimit int    `name:"totp-device-limit" default:"100" help:"Most active TOTP devices."`
+	TOTPEnabled     bool   `name:"totp-enabled" default:"true" negatable:"" help:"Whether TOTP devices may be created."`
+}
+
+func (c *orgCreateCmd) Run(a *adminCmd) error {
+	env, done, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer done()
+	o, err := env.tenants.CreateOrg(env.ctx, c.Name, c.TOTPDeviceLimit, c.TOTPEnabled)
+	if err != nil {
+		return err
+	}
+	env.print(orgView(o), "Created organisation %s (id %s, TOTP device limit %d, TOTP %s)", o.Name, o.ID, o.TOTPDeviceLimit, onOff(o.TOTPEnabled))
+	return nil
+}
+
+type orgUpdateCmd struct {
+	Name            string `arg:"" help:"Organisation name."`
+	TOTPDeviceLimit *int   `name:"totp-device-limit" help:"Most active TOTP devices."`
+	TOTPEnabled     *bool  `name:"totp-enabled" help:"Whether TOTP devices may be created (true or false)."`
+}
+
+func (c *orgUpdateCmd) Run(a *adminCmd) error {
+	env, done, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer done()
+	o, err := env.tenants.UpdateOrg(env.ctx, c.Name, c.TOTPDeviceLimit, c.TOTPEnabled)
+	if err != nil {
+		return err
+	}
+	env.print(orgView(o), "Updated organisation %s (TOTP device limit %d, TOTP %s)", o.Name, o.TOTPDeviceLimit, onOff(o.TOTPEnabled))
+	return nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+type keyCmd struct {
+	Create keyCreateCmd `cmd:"" help:"Create an API key; it is printed once."`
+	Revoke keyRevokeCmd `cmd:"" help:"Revoke an API key by id."`
+}
+
+type keyCreateCmd struct {
+	Org   string `name:"org" required:"" help:"Organisation name."`
+	Label string `name:"label" help:"A note on what the key is for."`
+}
+
+func (c *keyCreateCmd) Run(a *adminCmd) error {
+	env, done, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer done()
+	o, err := env.tenants.OrgByName(env.ctx, c.Org)
+	if err != nil {
+		return err
+	}
+	id, key, err := env.tenants.CreateKey(env.ctx, o.ID, c.Label, "")
+	if err != nil {
+		return err
+	}
+	env.print(map[string]string{"id": id, "key": key}, "Created API key %s for organisation %s (shown once, store it now):\n%s", id, o.Name, key)
+	return nil
+}
+
+type keyRevokeCmd struct {
+	ID string `arg:"" name:"key-id" help:"Id of the key, as printed by key create."`
+}
+
+func (c *keyRevokeCmd) Run(a *adminCmd) error {
+	env, done, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := env.tenants.RevokeKey(env.ctx, c.ID); err != nil {
+		return err
+	}
+	env.print(map[string]any{"id": c.ID, "revoked": true}, "Revoked API key %s", c.ID)
+	return nil
+}
+
+type namespaceCmd struct {
+	Create namespaceCreateCmd `cmd:"" help:"Create a namespace for an organisation."`
+}
+
+type namespaceCreateCmd struct {
+	Name      string `arg:"" help:"Namespace name (a DNS label)."`
+	Org       string `name:"org" required:"" help:"Owning organisation."`
+	Retention *int   `name:"retention" help:"Retention in seconds (default 86400)."`
+}
+
+func (c *namespaceCreateCmd) Run(a *adminCmd) error {
+	env, done, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer done()
+	o, err := env.tenants.OrgByName(env.ctx, c.Org)
+	if err != nil {
+		return err
+	}
+	n, err := env.tenants.CreateNamespace(env.ctx, o.ID, c.Name, tenant.Settings{RetentionTime: c.Retention})
+	if errors.Is(err, tenant.ErrNameTaken) {
+		return fmt.Errorf("namespace %q already exists", c.Name)
+	}
+	if err != nil {
+		return err
+	}
+	env.print(map[string]any{"id": n.ID, "namespace": n.Name, "organisation_id": o.ID, "retention_time": n.RetentionTime},
+		"Created namespace %s (id %s) for organisation %s, retention %d s", n.Name, n.ID, o.Name, n.RetentionTime)
+	return nil
+}

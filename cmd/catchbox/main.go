@@ -1,0 +1,46 @@
+// Command catchbox runs the Catchbox service (serve) and administers its store
+// (admin). Every setting has a flag and an environment variable; see
+// internal/config and docs/operations.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/catchbox/catchbox/internal/config"
+	"github.com/catchbox/catchbox/internal/server"
+)
+
+type cli struct {
+	Serve serveCmd `cmd:"" help:"Run the HTTP API, the SMTP listener(s) and the background workers."`
+	Admin adminCmd `cmd:"" help:"Administer organisations, API keys and namespaces (works while serve runs)."`
+}
+
+type serveCmd struct {
+	config.Serve `embed:""`
+}
+
+func (c *serveCmd) Run() error {
+	server.SetupLogger(c.LogFormat, os.Stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return server.Run(ctx, c.Serve, os.Stdout, nil)
+}
+
+func main() {
+	var c cli
+	k := kong.Parse(&c,
+		kong.Name("catchbox"),
+		kong.Description("Disposable test inboxes, SMS numbers and virtual authenticators."),
+		kong.UsageOnError(),
+	)
+	if err := k.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "catchbox:", err)
+		os.Exit(1)
+	}
+}
