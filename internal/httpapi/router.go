@@ -41,6 +41,7 @@ func NewRouter(d Deps) http.Handler {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 
+	r.Get("/api/openapi.yaml", serveOpenAPI)
 	// Signed links: no API key, the signature is the credential.
 	d.Inbox.DownloadRoutes(r)
 

@@ -1,0 +1,28 @@
+package httpapi
+
+import (
+	_ "embed"
+	"net/http"
+	"strconv"
+)
+
+// openAPIDocument is the OpenAPI 3.0 document of the API. It lives beside the
+// router, and not only in docs/, because go:embed can only reach files of this
+// package's directory; docs/openapi.yaml is a symbolic link to it, so there is
+// one copy to edit. openapi_test.go checks it against real responses and against
+// the registered routes, so it cannot drift from the code.
+//
+//go:embed openapi.yaml
+var openAPIDocument []byte
+
+// serveOpenAPI answers GET /api/openapi.yaml with the embedded document. It needs
+// no API key: the document holds no secrets, and tools fetch it before they have
+// one.
+func serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "application/yaml; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(openAPIDocument)))
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	w.Write(openAPIDocument)
+}
