@@ -1,0 +1,382 @@
+package smtpd
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// session is one client's conversation from EHLO (or STARTTLS, which starts a
+// new one) to QUIT. go-smtp calls its methods from the connection's goroutine,
+// except Data under BDAT, which it calls from a goroutine of its own.
+type session struct {
+	srv      *Server
+	conn     *conn // nil only if the listener was bypassed
+	smtpConn *smtp.Conn
+	clientIP string
+	tls      bool
+
+	// authNS is the namespace the client authenticated as; nil for MX mail.
+	authNS *tenant.Namespace
+
+	// The mail transaction (RFC 5321 section 3.3), cleared by Reset.
+	inMail  bool
+	utf8    bool
+	env     inbox.Envelope
+	targets []inbox.Target
+	target  map[string]int  // namespace id -> index in targets
+	seen    map[string]bool // lower-case recipient addresses accepted
+	rcpts   int             // distinct recipients accepted
+
+	// nsCache keeps namespaces found during the session, by name.
+	nsCache map[string]tenant.Namespace
+}
+
+var (
+	_ smtp.Session     = (*session)(nil)
+	_ smtp.AuthSession = (*session)(nil)
+)
+
+func (s *Server) newSession(c *smtp.Conn) (_ smtp.Session, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			logPanic("new session", p, "")
+			err = errInternal
+		}
+	}()
+	sess := &session{srv: s, smtpConn: c, clientIP: remoteIP(c.Conn())}
+	_, sess.tls = c.TLSConnectionState()
+	if cn := connOf(c.Conn()); cn != nil {
+		cn.smtpConn = c
+		sess.conn = cn
+		if _, ok := cn.Conn.(*tls.Conn); ok {
+			sess.tls = true // served on a TLS listener
+		}
+	}
+	return sess, nil
+}
+
+func logPanic(op string, p any, clientIP string) {
+	slog.Error("Panic in SMTP session", "op", op, "client_ip", clientIP, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+}
+
+// guard turns a panic in a session method into a 451 reply and a log line.
+func (s *session) guard(op string, err *error) {
+	if p := recover(); p != nil {
+		logPanic(op, p, s.clientIP)
+		if err != nil {
+			*err = errInternal
+		}
+	}
+}
+
+// AuthMechanisms implements smtp.AuthSession. Nothing is advertised where AUTH
+// would be refused (RFC 4954 section 4 / RFC 3207 section 4.2).
+func (s *session) AuthMechanisms() (mechs []string) {
+	defer s.guard("auth mechanisms", nil)
+	if s.srv.cfg.RequireTLS && !s.tls {
+		return nil
+	}
+	return []string{mechPlain, mechLogin}
+}
+
+// Auth implements smtp.AuthSession: namespace name and SMTP password.
+func (s *session) Auth(mech string) (_ sasl.Server, err error) {
+	defer s.guard("auth", &err)
+	if s.srv.cfg.RequireTLS && !s.tls {
+		return nil, errTLSRequired
+	}
+	if s.inMail {
+		return nil, errAuthInMail // RFC 4954 section 4
+	}
+	var srv sasl.Server
+	switch strings.ToUpper(mech) {
+	case mechPlain:
+		srv = &plainServer{check: s.checkCredentials}
+	case mechLogin:
+		srv = &loginServer{check: s.checkCredentials}
+	default:
+		return nil, errAuthMechanism
+	}
+	return guardedSASL{srv: srv, s: s}, nil
+}
+
+// guardedSASL recovers panics in a SASL exchange, where the store is consulted.
+type guardedSASL struct {
+	srv sasl.Server
+	s   *session
+}
+
+func (g guardedSASL) Next(response []byte) (challenge []byte, done bool, err error) {
+	defer g.s.guard("auth exchange", &err)
+	return g.srv.Next(response)
+}
+
+// checkCredentials accepts a namespace name as username with the namespace's
+// SMTP password (tenant.Service.SMTPPassword).
+func (s *session) checkCredentials(identity, username, password string) error {
+	if identity != "" && !strings.EqualFold(identity, username) {
+		return s.authFailed("")
+	}
+	name, err := tenant.NormalizeNamespaceName(username)
+	if err != nil {
+		return s.authFailed("")
+	}
+	ns, err := s.namespace(name)
+	if errors.Is(err, tenant.ErrNotFound) {
+		return s.authFailed("")
+	}
+	if err != nil {
+		slog.Error("Looking up an SMTP AUTH namespace failed", "client_ip", s.clientIP, "err", err)
+		return errAuthTemporary
+	}
+	want := s.srv.tenants.SMTPPassword(ns)
+	if subtle.ConstantTimeCompare([]byte(password), []byte(want)) != 1 {
+		return s.authFailed(ns.Name)
+	}
+	s.authNS = &ns
+	slog.Debug("SMTP client authenticated", "client_ip", s.clientIP, "namespace", ns.Name)
+	return nil
+}
+
+// authFailed logs a refused AUTH and returns 535. The namespace is named only
+// when it exists: a client that swapped its fields would otherwise have its
+// password written to the log.
+func (s *session) authFailed(namespace string) error {
+	if namespace != "" {
+		slog.Info("SMTP authentication failed", "client_ip", s.clientIP, "namespace", namespace)
+	} else {
+		slog.Info("SMTP authentication failed", "client_ip", s.clientIP)
+	}
+	return errAuthFailed
+}
+
+// namespace finds a namespace by (valid, lower-case) name, once per session.
+func (s *session) namespace(name string) (tenant.Namespace, error) {
+	if ns, ok := s.nsCache[name]; ok {
+		return ns, nil
+	}
+	ctx, cancel := context.WithTimeout(s.srv.ctx, storeTimeout)
+	defer cancel()
+	ns, err := s.srv.tenants.NamespaceByName(ctx, name)
+	if err != nil {
+		return tenant.Namespace{}, fmt.Errorf("namespace %q: %w", name, err)
+	}
+	if s.nsCache == nil {
+		s.nsCache = map[string]tenant.Namespace{}
+	}
+	s.nsCache[name] = ns
+	return ns, nil
+}
+
+// Mail implements smtp.Session: it starts a transaction and records the
+// envelope (RFC 5321 section 4.1.1.2). go-smtp has checked SIZE against the
+// limit (RFC 1870).
+func (s *session) Mail(from string, opts *smtp.MailOptions) (err error) {
+	defer s.guard("mail", &err)
+	utf8 := opts != nil && opts.UTF8
+	if s.inMail {
+		return errNestedMail
+	}
+	if !utf8 && !isASCII(from) {
+		return errUTF8Required // RFC 6531 section 3.5
+	}
+	s.reset()
+	s.inMail = true
+	s.utf8 = utf8
+	s.env = inbox.Envelope{ClientIP: s.clientIP, Helo: s.smtpConn.Hostname(), MailFrom: from}
+	return nil
+}
+
+// Rcpt implements smtp.Session: it accepts a recipient of an existing
+// namespace (of the authenticated one after AUTH) and groups recipients by
+// namespace. A repeated address is accepted again and counts once.
+func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
+	defer s.guard("rcpt", &err)
+	if !s.inMail {
+		return errNeedMail
+	}
+	rcpt, perr := parseRecipient(to, s.srv.domain)
+	if errors.Is(perr, errAddrSyntax) {
+		return errBadAddress
+	}
+	if !s.utf8 && !isASCII(rcpt.Address) {
+		return errUTF8Required
+	}
+	if s.authNS != nil && (perr != nil || rcpt.Namespace != s.authNS.Name) {
+		return errNotOwnNamespace
+	}
+	if perr != nil {
+		return errNoSuchMailbox
+	}
+	key := strings.ToLower(rcpt.Address)
+	if s.seen[key] {
+		return nil
+	}
+	if s.rcpts >= s.srv.cfg.MaxRecipients {
+		return errTooManyRcpts // RFC 5321 section 4.5.3.1.10
+	}
+	var ns tenant.Namespace
+	if s.authNS != nil {
+		ns = *s.authNS
+	} else {
+		ns, err = s.namespace(rcpt.Namespace)
+		if errors.Is(err, tenant.ErrNotFound) {
+			return errNoSuchMailbox
+		}
+		if err != nil {
+			slog.Error("Looking up an SMTP recipient's namespace failed", "client_ip", s.clientIP, "err", err)
+			return errTempLookup
+		}
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+		s.target = map[string]int{}
+	}
+	s.seen[key] = true
+	s.rcpts++
+	i, ok := s.target[ns.ID]
+	if !ok {
+		i = len(s.targets)
+		s.target[ns.ID] = i
+		s.targets = append(s.targets, inbox.Target{Namespace: ns})
+	}
+	s.targets[i].Recipients = append(s.targets[i].Recipients, rcpt.Address)
+	return nil
+}
+
+// Data implements smtp.Session: it reads the message, stores it once per
+// namespace and answers 250 only after the commit.
+func (s *session) Data(r io.Reader) (err error) {
+	defer s.guard("data", &err)
+	if !s.inMail || len(s.targets) == 0 {
+		return errNeedMail
+	}
+	// Under BDAT this runs beside the connection's goroutine, which may Reset
+	// the session: work on a copy of the envelope.
+	env, targets, rcpts := s.env, s.targets, s.rcpts
+	if s.conn != nil {
+		s.conn.beginData()
+		defer s.conn.endData()
+		r = idleReader{r: r, c: s.conn}
+	}
+	raw, err := s.readMessage(r, env.Helo)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(s.srv.ctx, deliverTimeout)
+	defer cancel()
+	if _, err := s.srv.ingester.Deliver(ctx, raw, env, targets); err != nil {
+		slog.Error("Storing a message received over SMTP failed", "client_ip", s.clientIP, "namespaces", len(targets), "size", len(raw), "err", err)
+		return errTempStore
+	}
+	slog.Debug("Message received over SMTP", "client_ip", s.clientIP, "namespaces", len(targets), "recipients", rcpts, "size", len(raw))
+	return replyStored
+}
+
+// readMessage reads the message, at most MaxMessageBytes of it (go-smtp bounds
+// DATA the same way; BDAT chunks are bounded here), and prepends the Received
+// trace field RFC 5321 section 4.4 asks of every server that accepts mail.
+func (s *session) readMessage(r io.Reader, helo string) ([]byte, error) {
+	max := s.srv.cfg.MaxMessageBytes
+	var buf bytes.Buffer
+	buf.WriteString(s.received(helo))
+	n, err := buf.ReadFrom(io.LimitReader(r, max+1))
+	var smtpError *smtp.SMTPError
+	var netErr net.Error
+	switch {
+	case err == nil && n > max, errors.As(err, &smtpError) && smtpError.Code == 552:
+		return nil, errTooBig
+	case err == nil:
+		return buf.Bytes(), nil
+	case errors.Is(err, smtp.ErrTooLongLine):
+		return nil, errLineTooLong
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return nil, errReadTimeout
+	case errors.As(err, &smtpError):
+		return nil, smtpError
+	default:
+		slog.Debug("Reading an SMTP message failed", "client_ip", s.clientIP, "err", err)
+		return nil, errReadFailed
+	}
+}
+
+// received is the Received header field of this hop (RFC 5321 section 4.4,
+// RFC 5322 section 3.6.7). It names the client by its HELO name and IP address
+// and says nothing of the recipients, so a blind copy stays blind.
+func (s *session) received(helo string) string {
+	ip := s.clientIP
+	if strings.Contains(ip, ":") {
+		ip = "IPv6:" + ip
+	}
+	return fmt.Sprintf("Received: from %s ([%s])\r\n\tby %s (Catchbox);\r\n\t%s\r\n",
+		sanitizeHelo(helo), ip, sanitizeHelo(s.srv.cfg.Hostname), time.Now().Format(time.RFC1123Z))
+}
+
+// sanitizeHelo keeps a client-chosen name from breaking the header it is
+// written into: printable ASCII without parentheses or backslashes, at most 255
+// characters.
+func sanitizeHelo(name string) string {
+	if len(name) > 255 {
+		name = name[:255]
+	}
+	b := []byte(name)
+	for i, c := range b {
+		if c <= 0x20 || c >= 0x7f || c == '(' || c == ')' || c == '\\' || c == ';' {
+			b[i] = '?'
+		}
+	}
+	if len(b) == 0 {
+		return "unknown"
+	}
+	return string(b)
+}
+
+// idleReader moves the idle deadline before each read of message data.
+type idleReader struct {
+	r io.Reader
+	c *conn
+}
+
+func (ir idleReader) Read(p []byte) (int, error) {
+	ir.c.extendRead()
+	return ir.r.Read(p)
+}
+
+// Reset implements smtp.Session: it ends the transaction (RSET, a new EHLO, the
+// end of DATA). Authentication survives it.
+func (s *session) Reset() {
+	defer s.guard("reset", nil)
+	s.reset()
+}
+
+func (s *session) reset() {
+	s.inMail = false
+	s.utf8 = false
+	s.env = inbox.Envelope{}
+	s.targets = nil
+	s.target = nil
+	s.seen = nil
+	s.rcpts = 0
+}
+
+// Logout implements smtp.Session. The session holds nothing to free.
+func (s *session) Logout() (err error) {
+	defer s.guard("logout", &err)
+	return nil
+}

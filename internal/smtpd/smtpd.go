@@ -1,0 +1,466 @@
+// Package smtpd is Catchbox's SMTP listener: the one door through which mail
+// enters an inbox.
+//
+// One port serves two roles (contract section 5). As an MX it takes mail for any
+// recipient <local>@<namespace>.<mail domain> whose namespace exists; as a
+// virtual SMTP server it takes mail from a client that authenticated with a
+// namespace's credentials (AUTH PLAIN or LOGIN), for that namespace only. Either
+// way a message is answered 250 only after inbox.Ingester.Deliver has committed
+// it, so a 250 survives a crash.
+//
+// Every connection is bounded: message size, recipients per message, line
+// length, commands per connection, connections at once and an idle timeout.
+// Replies name what is wrong in generic words and never carry an internal error.
+// docs/smtp.md lists every reply the listener sends and why.
+package smtpd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// Config is the listener's configuration. Zero limits take the defaults below,
+// which match the defaults of catchbox serve.
+type Config struct {
+	// Addrs are the addresses the server wiring listens on; the listener itself
+	// serves whatever net.Listener it is given and only reports them in logs.
+	Addrs []string
+	// Domain is the mail domain: mail to x@<namespace>.<Domain> is received.
+	Domain string
+	// Hostname is the name announced in the 220 greeting and Received headers.
+	Hostname string
+
+	MaxMessageBytes int64         // largest message (SIZE, RFC 1870); larger is 552 5.3.4
+	MaxRecipients   int           // distinct RCPT TO per message; more is 452 4.5.3
+	MaxConnections  int           // connections open at once; more are answered 421 4.7.0 and closed
+	IdleTimeout     time.Duration // a client silent this long is answered 421 4.4.2 and closed
+	MaxCommands     int           // command lines per connection; more is 421 4.7.0 and close
+
+	// TLSConfig enables STARTTLS (RFC 3207); nil offers no STARTTLS.
+	TLSConfig *tls.Config
+	// RequireTLS refuses AUTH before STARTTLS (530 5.7.0), so credentials never
+	// cross the network in clear text.
+	RequireTLS bool
+}
+
+// Defaults for zero Config fields.
+const (
+	DefaultHostname        = "catchbox"
+	DefaultDomain          = "localhost"
+	DefaultMaxMessageBytes = 30 << 20
+	DefaultMaxRecipients   = 100
+	DefaultMaxConnections  = 500
+	DefaultIdleTimeout     = 60 * time.Second
+	DefaultMaxCommands     = 1000
+)
+
+const (
+	// maxLineLength bounds a command or text line. RFC 5321 section 4.5.3.1.6
+	// sets 1000 octets; twice that, as go-smtp does, tolerates sloppy senders
+	// without letting one line grow without end.
+	maxLineLength = 2000
+	// storeTimeout bounds a namespace lookup at RCPT or AUTH.
+	storeTimeout = 30 * time.Second
+	// deliverTimeout bounds the wait to hand a message to the ingester; once
+	// queued, Deliver waits for the commit whatever the context says.
+	deliverTimeout = 2 * time.Minute
+	// refuseWriteTimeout bounds writing a farewell reply before a close.
+	refuseWriteTimeout = 5 * time.Second
+	// lingerTimeout and lingerBytes bound the draining of a refused client's
+	// input before the close.
+	lingerTimeout = time.Second
+	lingerBytes   = 64 << 10
+)
+
+// Server is the SMTP listener. It serves any number of net.Listeners, all sharing
+// one connection limit.
+type Server struct {
+	cfg      Config
+	domain   string // lower case, no trailing dot
+	tenants  *tenant.Service
+	ingester *inbox.Ingester
+	smtp     *smtp.Server
+
+	// ctx bounds store calls made for clients; it is cancelled when Shutdown
+	// gives up waiting, or after it completes.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	closing      atomic.Bool
+	shutdownOnce sync.Once
+	stopped      chan struct{} // closed when go-smtp's Shutdown returned
+	stopErr      error
+
+	mu    sync.Mutex
+	conns map[*conn]struct{}
+
+	lastLimitLog atomic.Int64 // unix ms of the last "connection limit reached" log
+}
+
+// New returns a listener that stores mail through ingester and finds namespaces
+// and their SMTP passwords through tenants. Call Serve for each listener.
+func New(cfg Config, tenants *tenant.Service, ingester *inbox.Ingester) *Server {
+	if cfg.Hostname == "" {
+		cfg.Hostname = DefaultHostname
+	}
+	domain := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(cfg.Domain), "."))
+	if domain == "" {
+		domain = DefaultDomain
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.MaxRecipients <= 0 {
+		cfg.MaxRecipients = DefaultMaxRecipients
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxCommands <= 0 {
+		cfg.MaxCommands = DefaultMaxCommands
+	}
+	if cfg.RequireTLS && cfg.TLSConfig == nil {
+		slog.Warn("SMTP AUTH is unavailable: TLS is required for it but no certificate is configured")
+	}
+
+	s := &Server{
+		cfg:      cfg,
+		domain:   domain,
+		tenants:  tenants,
+		ingester: ingester,
+		stopped:  make(chan struct{}),
+		conns:    map[*conn]struct{}{},
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+
+	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
+	srv.Domain = cfg.Hostname
+	srv.MaxMessageBytes = cfg.MaxMessageBytes
+	// Recipients are counted by the session, once per distinct address.
+	srv.MaxRecipients = 0
+	srv.MaxLineLength = maxLineLength
+	srv.ReadTimeout = cfg.IdleTimeout
+	srv.WriteTimeout = cfg.IdleTimeout
+	// AUTH is always accepted by go-smtp; the session refuses it before
+	// STARTTLS when RequireTLS is set, with the reply the contract names.
+	srv.AllowInsecureAuth = true
+	srv.EnableSMTPUTF8 = true
+	srv.ErrorLog = errorLog{}
+	if cfg.TLSConfig != nil {
+		srv.TLSConfig = markTLS(cfg.TLSConfig)
+	}
+	s.smtp = srv
+	return s
+}
+
+// Serve accepts connections on l until Shutdown, then returns nil. It may be
+// called for several listeners at once; called after Shutdown, it closes l and
+// returns smtp.ErrServerClosed.
+func (s *Server) Serve(l net.Listener) error {
+	if s.closing.Load() {
+		l.Close()
+		return smtp.ErrServerClosed
+	}
+	slog.Info("SMTP listener started", "addr", l.Addr().String(), "domain", s.domain,
+		"starttls", s.cfg.TLSConfig != nil, "require_tls", s.cfg.RequireTLS)
+	err := s.smtp.Serve(&listener{Listener: l, srv: s})
+	if err != nil {
+		return fmt.Errorf("smtp serve %s: %w", l.Addr(), err)
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections and closes the open ones as they become
+// idle: a client between commands is answered 421 and closed at once, a message
+// being received is finished and answered first. When ctx ends before every
+// connection is closed, the rest are closed abruptly and ctx's error returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	s.shutdownOnce.Do(func() {
+		go func() {
+			defer close(s.stopped)
+			defer func() {
+				if p := recover(); p != nil {
+					slog.Error("Panic while stopping the SMTP listener", "panic", p, "stack", string(debug.Stack()))
+				}
+			}()
+			// go-smtp closes the listeners and waits for every connection
+			// goroutine; the connections are closed below.
+			s.stopErr = s.smtp.Shutdown(context.Background())
+		}()
+	})
+	for _, c := range s.snapshot() {
+		c.interruptIdle()
+	}
+	select {
+	case <-s.stopped:
+		s.cancel()
+		if s.stopErr != nil && !errors.Is(s.stopErr, smtp.ErrServerClosed) {
+			return fmt.Errorf("smtp shutdown: %w", s.stopErr)
+		}
+		return nil
+	case <-ctx.Done():
+		for _, c := range s.snapshot() {
+			c.Close()
+		}
+		s.cancel()
+		return ctx.Err()
+	}
+}
+
+func (s *Server) snapshot() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// track registers a new connection, or reports false when the connection limit
+// is reached.
+func (s *Server) track(nc net.Conn) (*conn, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.conns) >= s.cfg.MaxConnections {
+		return nil, false
+	}
+	c := &conn{Conn: nc, srv: s}
+	s.conns[c] = struct{}{}
+	return c, true
+}
+
+func (s *Server) untrack(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// refuseBusy answers a connection over the limit with 421 and closes it
+// (RFC 5321 section 3.8). A fresh socket's send buffer is empty, so the write
+// does not block the accept loop; the deadline is a guard all the same.
+func (s *Server) refuseBusy(nc net.Conn) {
+	now := time.Now()
+	if last := s.lastLimitLog.Load(); now.UnixMilli()-last > time.Minute.Milliseconds() &&
+		s.lastLimitLog.CompareAndSwap(last, now.UnixMilli()) {
+		slog.Warn("SMTP connection limit reached, refusing connections", "max_connections", s.cfg.MaxConnections)
+	}
+	nc.SetWriteDeadline(now.Add(time.Second))
+	io.WriteString(nc, replyTooManyConnections)
+	nc.Close()
+}
+
+// listener applies the connection limit before go-smtp sees a connection.
+type listener struct {
+	net.Listener
+	srv *Server
+}
+
+// Accept returns the next connection under the limit; connections over it are
+// refused here and never reach go-smtp.
+func (l *listener) Accept() (net.Conn, error) {
+	for {
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.srv.closing.Load() {
+			// Accepted while shutting down, on a listener go-smtp did not yet
+			// know about: stop here.
+			nc.Close()
+			l.Listener.Close()
+			return nil, net.ErrClosed
+		}
+		if c, ok := l.srv.track(nc); ok {
+			return c, nil
+		}
+		l.srv.refuseBusy(nc)
+	}
+}
+
+// errRefused ends go-smtp's command loop without a further reply: go-smtp treats
+// net.ErrClosed as a normal end of the connection.
+var errRefused = fmt.Errorf("smtpd: connection refused further commands: %w", net.ErrClosed)
+
+// conn is one client connection. It counts commands and closes the connection
+// at the command limit or during shutdown, between two commands.
+type conn struct {
+	net.Conn
+	srv *Server
+
+	// Touched only by the connection's goroutine.
+	commands int
+	smtpConn *smtp.Conn // set when the first session starts (EHLO/HELO)
+
+	tlsStarted atomic.Bool // a STARTTLS handshake began on this connection
+
+	mu     sync.Mutex
+	inData bool // a message is being received: shutdown lets it finish
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// SetReadDeadline is go-smtp's read of a command line: go-smtp calls it once
+// before reading each command line (and each AUTH continuation), and never
+// while reading message data. That makes it the point between two commands,
+// where the command limit and shutdown are applied. The read deadline itself is
+// the idle timeout. TestCommandLimit fails if a go-smtp upgrade changes this.
+func (c *conn) SetReadDeadline(t time.Time) error {
+	c.commands++
+	switch {
+	case c.srv.closing.Load():
+		c.refuse(replyShuttingDown)
+		return errRefused
+	case c.commands > c.srv.cfg.MaxCommands:
+		slog.Info("SMTP client sent too many commands, closing", "client_ip", remoteIP(c.Conn), "max_commands", c.srv.cfg.MaxCommands)
+		c.refuse(replyTooManyCommands)
+		return errRefused
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// refuse writes a final reply and closes the connection. The reply goes through
+// the connection go-smtp currently speaks on (TLS after STARTTLS).
+func (c *conn) refuse(reply string) {
+	var w net.Conn = c.Conn
+	switch {
+	case c.smtpConn != nil:
+		w = c.smtpConn.Conn()
+	case c.tlsStarted.Load():
+		w = nil // TLS began before any session: no way to reply in it
+	}
+	if w != nil {
+		w.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+		io.WriteString(w, reply)
+	}
+	c.lingerClose()
+}
+
+// lingerClose closes the connection so the client reads the last reply: a
+// socket closed with unread input answers with a reset, which can overtake
+// that reply. Sending side first, then what the client still sends is read and
+// dropped for a short, bounded while.
+func (c *conn) lingerClose() {
+	if tcp, ok := c.Conn.(*net.TCPConn); ok {
+		tcp.CloseWrite()
+		c.Conn.SetReadDeadline(time.Now().Add(lingerTimeout))
+		io.Copy(io.Discard, io.LimitReader(c.Conn, lingerBytes))
+	}
+	c.Close()
+}
+
+// extendRead moves the idle deadline while message data arrives, so the idle
+// timeout measures silence rather than the length of a transfer.
+func (c *conn) extendRead() {
+	c.Conn.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+}
+
+func (c *conn) beginData() {
+	c.mu.Lock()
+	c.inData = true
+	c.mu.Unlock()
+}
+
+func (c *conn) endData() {
+	c.mu.Lock()
+	c.inData = false
+	c.mu.Unlock()
+}
+
+// interruptIdle wakes a connection waiting for its client's next command, so
+// that it ends now (go-smtp answers 421 4.4.2). A connection receiving a
+// message is left to finish it; it is closed before its next command.
+func (c *conn) interruptIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.inData {
+		c.Conn.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// Close closes the connection once and frees its slot.
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.closeErr = c.Conn.Close()
+		c.srv.untrack(c)
+	})
+	return c.closeErr
+}
+
+// connOf finds the tracked connection under go-smtp's current one.
+func connOf(nc net.Conn) *conn {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	c, _ := nc.(*conn)
+	return c
+}
+
+// markTLS returns a copy of cfg that records on the connection that a TLS
+// handshake began, so a refusal is never written in clear text into a TLS
+// stream.
+func markTLS(cfg *tls.Config) *tls.Config {
+	cfg = cfg.Clone()
+	next := cfg.GetConfigForClient
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if c := connOf(hello.Conn); c != nil {
+			c.tlsStarted.Store(true)
+		}
+		if next != nil {
+			return next(hello)
+		}
+		return nil, nil
+	}
+	return cfg
+}
+
+// remoteIP is the client's IP address without the port.
+func remoteIP(nc net.Conn) string {
+	addr := nc.RemoteAddr()
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		return tcp.IP.String()
+	}
+	if host, _, err := net.SplitHostPort(addr.String()); err == nil {
+		return host
+	}
+	return addr.String()
+}
+
+// errorLog routes go-smtp's own log lines to slog: panics as errors, accept
+// failures as warnings, and the ends of broken connections (a client's doing,
+// and common) at debug level.
+type errorLog struct{}
+
+func (errorLog) Printf(format string, v ...any) { logSMTP(fmt.Sprintf(format, v...)) }
+func (errorLog) Println(v ...any)               { logSMTP(strings.TrimSuffix(fmt.Sprintln(v...), "\n")) }
+
+func logSMTP(msg string) {
+	switch {
+	case strings.Contains(msg, "panic"):
+		slog.Error("Panic in SMTP connection", "detail", msg)
+	case strings.HasPrefix(msg, "accept error"):
+		slog.Warn("SMTP accept failed", "detail", msg)
+	default:
+		slog.Debug("SMTP connection ended with an error", "detail", msg)
+	}
+}
