@@ -1,0 +1,4 @@
+package inbox
+
+// ParseForBenchmark exposes the MIME parser to the external benchmarks.
+func ParseForBenchmark(raw []byte) { parseMessage(raw) }
