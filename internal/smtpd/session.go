@@ -12,7 +12,6 @@ import (
 	"net"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
@@ -275,7 +274,7 @@ func (s *session) Data(r io.Reader) (err error) {
 		defer s.conn.endData()
 		r = idleReader{r: r, c: s.conn}
 	}
-	raw, err := s.readMessage(r, env.Helo)
+	raw, err := s.readMessage(r)
 	if err != nil {
 		return err
 	}
@@ -290,12 +289,13 @@ func (s *session) Data(r io.Reader) (err error) {
 }
 
 // readMessage reads the message, at most MaxMessageBytes of it (go-smtp bounds
-// DATA the same way; BDAT chunks are bounded here), and prepends the Received
-// trace field RFC 5321 section 4.4 asks of every server that accepts mail.
-func (s *session) readMessage(r io.Reader, helo string) ([]byte, error) {
+// DATA the same way; BDAT chunks are bounded here). The bytes are kept exactly
+// as received: the raw source a test downloads is what the sender sent. The
+// trace information a Received field would carry (client IP, HELO name, envelope
+// sender) is stored beside the message instead.
+func (s *session) readMessage(r io.Reader) ([]byte, error) {
 	max := s.srv.cfg.MaxMessageBytes
 	var buf bytes.Buffer
-	buf.WriteString(s.received(helo))
 	n, err := buf.ReadFrom(io.LimitReader(r, max+1))
 	var smtpError *smtp.SMTPError
 	var netErr net.Error
@@ -314,37 +314,6 @@ func (s *session) readMessage(r io.Reader, helo string) ([]byte, error) {
 		slog.Debug("Reading an SMTP message failed", "client_ip", s.clientIP, "err", err)
 		return nil, errReadFailed
 	}
-}
-
-// received is the Received header field of this hop (RFC 5321 section 4.4,
-// RFC 5322 section 3.6.7). It names the client by its HELO name and IP address
-// and says nothing of the recipients, so a blind copy stays blind.
-func (s *session) received(helo string) string {
-	ip := s.clientIP
-	if strings.Contains(ip, ":") {
-		ip = "IPv6:" + ip
-	}
-	return fmt.Sprintf("Received: from %s ([%s])\r\n\tby %s (Catchbox);\r\n\t%s\r\n",
-		sanitizeHelo(helo), ip, sanitizeHelo(s.srv.cfg.Hostname), time.Now().Format(time.RFC1123Z))
-}
-
-// sanitizeHelo keeps a client-chosen name from breaking the header it is
-// written into: printable ASCII without parentheses or backslashes, at most 255
-// characters.
-func sanitizeHelo(name string) string {
-	if len(name) > 255 {
-		name = name[:255]
-	}
-	b := []byte(name)
-	for i, c := range b {
-		if c <= 0x20 || c >= 0x7f || c == '(' || c == ')' || c == '\\' || c == ';' {
-			b[i] = '?'
-		}
-	}
-	if len(b) == 0 {
-		return "unknown"
-	}
-	return string(b)
 }
 
 // idleReader moves the idle deadline before each read of message data.

@@ -42,7 +42,7 @@ type Config struct {
 	Addrs []string
 	// Domain is the mail domain: mail to x@<namespace>.<Domain> is received.
 	Domain string
-	// Hostname is the name announced in the 220 greeting and Received headers.
+	// Hostname is the name announced in the 220 greeting.
 	Hostname string
 
 	MaxMessageBytes int64         // largest message (SIZE, RFC 1870); larger is 552 5.3.4
