@@ -161,6 +161,7 @@ type conformance struct {
 	doc    *openapi3.T
 	router routers.Router
 	header http.Header // of the last response checked
+	apiMD  string      // docs/api.md, whose error table must name every code
 }
 
 func (c *conformance) newRequest(k call) *http.Request {
@@ -268,6 +269,9 @@ func (c *conformance) check(k call) []byte {
 		}
 		if d := docResp.Value.Description; d == nil || !strings.Contains(*d, "`"+k.code+"`") {
 			c.t.Errorf("%s: code %q is not named in the documented %d response", name, k.code, resp.StatusCode)
+		}
+		if !strings.Contains(c.apiMD, fmt.Sprintf("| %d | `%s` |", resp.StatusCode, k.code)) {
+			c.t.Errorf("%s: code %q (%d) is not in the error table of docs/api.md", name, k.code, resp.StatusCode)
 		}
 	}
 
@@ -400,7 +404,11 @@ func TestOpenAPIConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &conformance{t: t, e: e, doc: doc, router: router}
+		apiMD, err := os.ReadFile("../../docs/api.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &conformance{t: t, e: e, doc: doc, router: router, apiMD: string(apiMD)}
 
 		plainID := e.deliver(plainMessage, "john@default.localhost")
 		invoiceID := e.deliver(invoiceMessage, "mary@default.localhost", "audit@default.localhost", "archive@default.localhost")
