@@ -85,14 +85,27 @@ func (p *Postgres) Publish(ctx context.Context, topics ...string) {
 	flush()
 }
 
+// Reconnection delays of the listener: doubled after each failed attempt up to
+// the maximum, and back to the minimum once a connection has worked, so that a
+// database restart long after an earlier one is not waited out at the maximum.
+const (
+	minListenBackoff = 100 * time.Millisecond
+	maxListenBackoff = 5 * time.Second
+)
+
 func (p *Postgres) listen(ctx context.Context) {
 	defer close(p.done)
-	backoff := 100 * time.Millisecond
+	backoff := minListenBackoff
+	lost := false
 	for ctx.Err() == nil {
-		err := p.listenOnce(ctx)
-		p.healthy.Store(false)
+		err := p.listenOnce(ctx, lost)
+		wasHealthy := p.healthy.Swap(false)
 		if ctx.Err() != nil {
 			return
+		}
+		lost = true
+		if wasHealthy {
+			backoff = minListenBackoff
 		}
 		slog.Warn("Wake-up listener lost its connection; waiting requests re-check until it is back", "err", err, "retry_in", backoff)
 		select {
@@ -100,13 +113,16 @@ func (p *Postgres) listen(ctx context.Context) {
 			return
 		case <-time.After(backoff):
 		}
-		if backoff < 5*time.Second {
-			backoff *= 2
+		if backoff < maxListenBackoff {
+			backoff = min(2*backoff, maxListenBackoff)
 		}
 	}
 }
 
-func (p *Postgres) listenOnce(ctx context.Context) (err error) {
+// listenOnce connects, listens and relays notifications until the connection
+// fails. reconnect says an earlier connection was lost (it is then logged when
+// the listener is back).
+func (p *Postgres) listenOnce(ctx context.Context, reconnect bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("listener panicked: %v", r)
@@ -123,6 +139,9 @@ func (p *Postgres) listenOnce(ctx context.Context) (err error) {
 		return fmt.Errorf("listen: %w", err)
 	}
 	p.healthy.Store(true)
+	if reconnect {
+		slog.Info("Wake-up listener is back; waiting requests re-check once")
+	}
 	// Anything announced while no listener was up is caught by waking every
 	// local waiter to re-check once.
 	p.Hub.PublishAll()
