@@ -1,0 +1,56 @@
+package systemtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/store/storetest"
+)
+
+// TestCrashUnderLoad kills the server with SIGKILL while eight SMTP connections
+// send continuously, restarts it on the same store, and checks that every
+// message answered 250 is stored and searchable with its attachment, and that
+// no message is half stored. Messages that got an error or no reply may or may
+// not be there.
+func TestCrashUnderLoad(t *testing.T) {
+	skipShort(t)
+	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
+		t.Run(d.String(), func(t *testing.T) {
+			dataDir := t.TempDir()
+			env := map[string]string{"CATCHBOX_DATA_DIR": dataDir}
+			dbURL := storetest.URL(t, d) // skips the PostgreSQL run without a server
+			env["CATCHBOX_DATABASE_URL"] = dbURL
+
+			first := startServer(t, "catchbox (before the crash)", env)
+			addrs := make([]string, 8)
+			for i := range addrs {
+				addrs[i] = first.SMTP
+			}
+			l := startLoad(t, "crash", addrs, 2000)
+			// Kill somewhere in the middle of the load: after enough
+			// acknowledgements that commits are in flight on every connection.
+			if !eventually(60*time.Second, 10*time.Millisecond, func() bool { return l.ackedCount() >= 150 }) {
+				l.stop()
+				t.Fatalf("the load did not reach 150 acknowledged messages: %s", summarize(l.results()))
+			}
+			first.kill()
+			l.stop()
+			as := l.results()
+			t.Logf("load before SIGKILL: %s", summarize(as))
+
+			second := startServer(t, "catchbox (after the restart)", env)
+			verifyAcked(t, second.HTTP, as)
+			got := checkIntegrity(t, dbURL)
+			s := summarize(as)
+			t.Logf("after the restart: %d emails (%d attachments) stored; %d acknowledged, %d tried without a 250",
+				got.Emails, got.Attachments, s.Acked, s.Rejected+s.NoReply)
+			if got.Emails < s.Acked {
+				t.Errorf("%d emails stored, fewer than the %d acknowledged", got.Emails, s.Acked)
+			}
+			if got.Emails > len(as) {
+				t.Errorf("%d emails stored, more than the %d messages sent", got.Emails, len(as))
+			}
+		})
+	}
+}
