@@ -12,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -56,6 +57,55 @@ type DB struct {
 	URL string
 
 	rebindCache sync.Map // query text -> rebound text (PostgreSQL)
+
+	stop chan struct{} // closes background maintenance
+	wg   sync.WaitGroup
+
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt // SQLite writer statements, prepared once
+}
+
+// maxCachedStmts bounds the statement cache; queries built with a variable
+// number of placeholders beyond it are prepared per use.
+const maxCachedStmts = 128
+
+// writerStmt returns a prepared statement on the SQLite writer for q, or nil when
+// none is ready yet. The writer pool has one connection, which the calling
+// transaction holds, so a statement seen for the first time is prepared in the
+// background once that connection is free, and used from the next transaction
+// on. PostgreSQL needs none of this: pgx caches prepared statements on each
+// connection itself.
+func (db *DB) writerStmt(q string) *sql.Stmt {
+	if db.Dialect != SQLite {
+		return nil
+	}
+	db.stmtMu.Lock()
+	defer db.stmtMu.Unlock()
+	if st, ok := db.stmts[q]; ok {
+		return st // nil while being prepared
+	}
+	if len(db.stmts) >= maxCachedStmts || db.stop == nil {
+		return nil
+	}
+	if db.stmts == nil {
+		db.stmts = map[string]*sql.Stmt{}
+	}
+	db.stmts[q] = nil
+	db.wg.Add(1)
+	go func() {
+		defer db.wg.Done()
+		st, err := db.W.Prepare(q)
+		db.stmtMu.Lock()
+		defer db.stmtMu.Unlock()
+		if err != nil || db.stmts == nil {
+			if st != nil {
+				st.Close()
+			}
+			return // a failing query stays uncached; its Exec reports the error
+		}
+		db.stmts[q] = st
+	}()
+	return nil
 }
 
 // Open connects to the store named by rawURL: "sqlite:///path/file.db" (or a bare
@@ -97,6 +147,13 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
+	// Checkpoints move the WAL into the database file and fsync it. Done by the
+	// committing connection, they would stall ingest; a background connection
+	// does them instead (see maintainWAL).
+	if _, err := w.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("configure sqlite: %w", err)
+	}
 	r, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+pragmas+"&_pragma=query_only(1)")
 	if err != nil {
 		w.Close()
@@ -105,7 +162,57 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	r.SetConnMaxIdleTime(5 * time.Minute)
-	return &DB{Dialect: SQLite, W: w, R: r, URL: "sqlite://" + path}, nil
+	m, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+pragmas)
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	m.SetMaxOpenConns(1)
+	db := &DB{Dialect: SQLite, W: w, R: r, URL: "sqlite://" + path, stop: make(chan struct{})}
+	db.wg.Add(1)
+	go db.maintainWAL(m, db.stop)
+	return db, nil
+}
+
+// Checkpoint thresholds, in WAL pages (4 KiB each).
+const (
+	walPassivePages  = 1000  // ~4 MiB: copy what readers allow into the database file
+	walTruncatePages = 16384 // ~64 MiB: also reset the WAL file, waiting briefly for readers
+)
+
+// maintainWAL checkpoints the SQLite WAL from its own connection, so that the
+// writer's commits only append to the WAL and fsync it. A PASSIVE checkpoint
+// never blocks the writer or readers; when the WAL has grown large, a TRUNCATE
+// checkpoint (which waits for the writer's current transaction only) resets it.
+func (db *DB) maintainWAL(m *sql.DB, stop <-chan struct{}) {
+	defer db.wg.Done()
+	defer m.Close()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			m.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+			return
+		case <-t.C:
+		}
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					slog.Error("WAL checkpoint panicked", "panic", fmt.Sprint(p))
+				}
+			}()
+			var busy, logPages, done int
+			if err := m.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &done); err != nil {
+				slog.Warn("WAL checkpoint failed", "err", err)
+				return
+			}
+			if logPages >= walTruncatePages {
+				m.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+			}
+		}()
+	}
 }
 
 func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
@@ -125,8 +232,24 @@ func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
 	return &DB{Dialect: Postgres, W: db, R: db, URL: rawURL}, nil
 }
 
-// Close closes both pools.
+// Close stops background maintenance and closes both pools.
 func (db *DB) Close() error {
+	db.stmtMu.Lock()
+	stop := db.stop
+	db.stop = nil // no new background prepares
+	db.stmtMu.Unlock()
+	if stop != nil {
+		close(stop)
+		db.wg.Wait()
+	}
+	db.stmtMu.Lock()
+	for _, st := range db.stmts {
+		if st != nil {
+			st.Close()
+		}
+	}
+	db.stmts = nil
+	db.stmtMu.Unlock()
 	err := db.W.Close()
 	if db.R != db.W {
 		if rerr := db.R.Close(); err == nil {
@@ -191,6 +314,9 @@ func (t *Tx) Dialect() Dialect { return t.db.Dialect }
 
 // Exec runs a statement in the transaction.
 func (t *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if st := t.db.writerStmt(q); st != nil {
+		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
 	return t.tx.ExecContext(ctx, t.db.Rebind(q), args...)
 }
 
@@ -201,6 +327,9 @@ func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 
 // QueryRow runs a single-row query in the transaction.
 func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := t.db.writerStmt(q); st != nil {
+		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
 	return t.tx.QueryRowContext(ctx, t.db.Rebind(q), args...)
 }
 
