@@ -38,10 +38,11 @@ func TestSealerRejects(t *testing.T) {
 
 	flipped := append([]byte(nil), sealed...)
 	flipped[len(flipped)-1] ^= 1
+	otherKey := New([]byte("fedcba9876543210fedc")).Sealer("totp-secret")
 	cases := map[string]func() ([]byte, error){
 		"other associated data": func() ([]byte, error) { return s.Open(sealed, []byte("row-2")) },
 		"other purpose":         func() ([]byte, error) { return k.Sealer("other").Open(sealed, ad) },
-		"other server key":      func() ([]byte, error) { return New([]byte("fedcba9876543210fedc")).Sealer("totp-secret").Open(sealed, ad) },
+		"other server key":      func() ([]byte, error) { return otherKey.Open(sealed, ad) },
 		"damaged":               func() ([]byte, error) { return s.Open(flipped, ad) },
 		"truncated":             func() ([]byte, error) { return s.Open(sealed[:10], ad) },
 		"empty":                 func() ([]byte, error) { return s.Open(nil, ad) },
