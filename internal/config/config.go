@@ -55,6 +55,9 @@ type Serve struct {
 
 	RetentionMax   time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention_time a namespace may set."`
 	ReaperInterval time.Duration `name:"reaper-interval" env:"CATCHBOX_REAPER_INTERVAL" default:"30s" help:"How often expired emails are deleted."`
+
+	TwilioAuthToken string        `name:"twilio-auth-token" env:"CATCHBOX_TWILIO_AUTH_TOKEN" help:"Twilio account auth token: verifies X-Twilio-Signature on POST /webhooks/twilio/sms (the webhook is off without it)."`
+	SMSRetention    time.Duration `name:"sms-retention" env:"CATCHBOX_SMS_RETENTION" default:"168h" help:"How long SMS messages are kept (0: the default, 7 days)."`
 }
 
 // Validate checks values kong cannot, and fills derived defaults.

@@ -1,0 +1,331 @@
+package sms
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/notify"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// RecheckInterval is how often a held search re-checks while wake-ups are degraded.
+const RecheckInterval = 250 * time.Millisecond
+
+// maxDateLength bounds the from_date and to_date parameters (an RFC 3339 time
+// with nanoseconds and an offset is 35 characters).
+const maxDateLength = 64
+
+// API serves the SMS endpoints of the seed and the provider webhook.
+type API struct {
+	Service  *Service
+	Notifier notify.Notifier
+	WaitHold time.Duration
+	// Degraded, when set, is asked every RecheckInterval while a search is held;
+	// when it reports true (cross-replica wake-ups may be lost) the search is
+	// re-run without waiting for a wake-up.
+	Degraded func() bool
+	// TwilioAuthToken verifies X-Twilio-Signature on the inbound webhook; "" turns
+	// the webhook off (404).
+	TwilioAuthToken string
+	// PublicURL is the base URL the provider calls, no trailing slash: the webhook
+	// signature covers the full URL the provider requested.
+	PublicURL func() string
+}
+
+// Routes registers the SMS endpoints on r, which must already require an API key
+// (tenant.Service.RequireKey): every handler acts for tenant.OrgFrom.
+func (a *API) Routes(r chi.Router) {
+	r.Method(http.MethodGet, "/api/sms/numbers", httpx.Handler(a.listNumbersHandler))
+	r.Method(http.MethodPost, "/api/sms/virtual", httpx.Handler(a.virtualSMSHandler))
+	r.Method(http.MethodGet, "/api/sms/{phone_number}/messages", httpx.Handler(a.searchMessagesHandler))
+	r.Method(http.MethodGet, "/api/sms/{phone_number}/latest", httpx.Handler(a.latestMessageHandler))
+}
+
+// PublicRoutes registers the provider webhook, which carries no API key: the
+// provider's request signature is the credential.
+func (a *API) PublicRoutes(r chi.Router) {
+	r.Method(http.MethodPost, TwilioWebhookPath, httpx.Handler(a.twilioInboundHandler))
+}
+
+// listNumbersHandler answers GET /api/sms/numbers: the organisation's numbers in
+// every status, oldest first.
+func (a *API) listNumbersHandler(w http.ResponseWriter, r *http.Request) error {
+	ns, err := a.Service.Numbers(r.Context(), tenant.OrgFrom(r.Context()).ID)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"total_count": len(ns), "data": ns})
+	return nil
+}
+
+// numberParam resolves the {phone_number} path parameter, written with or
+// without '+' (also as %2B), to a number of the request's organisation: 404
+// otherwise, never revealing another organisation's number.
+func (a *API) numberParam(r *http.Request) (Number, error) {
+	raw := chi.URLParam(r, "phone_number")
+	phone, err := NormalizePhone(raw)
+	if err != nil {
+		return Number{}, httpx.Invalid("phone_number", err.Error())
+	}
+	n, err := a.Service.NumberByPhone(r.Context(), phone)
+	if errors.Is(err, ErrNotFound) || (err == nil && n.OrgID != tenant.OrgFrom(r.Context()).ID) {
+		return Number{}, httpx.Errorf(http.StatusNotFound, "sms_number_not_found", "sms number %s not found", phone)
+	}
+	return n, err
+}
+
+type virtualSMSRequest struct {
+	FromNumber *string `json:"from_number"`
+	ToNumber   *string `json:"to_number"`
+	Body       *string `json:"body"`
+}
+
+// virtualSMSHandler answers POST /api/sms/virtual: it stores an inbound message
+// on an active number of the caller's organisation, as if a carrier had
+// delivered it, and answers 201 with it once committed.
+func (a *API) virtualSMSHandler(w http.ResponseWriter, r *http.Request) error {
+	var req virtualSMSRequest
+	if err := httpx.DecodeJSON(r, &req); err != nil {
+		return err
+	}
+	var fields []httpx.FieldError
+	bad := func(field, detail string) { fields = append(fields, httpx.FieldError{Field: field, Detail: detail}) }
+	var from, to string
+	switch {
+	case req.FromNumber == nil || *req.FromNumber == "":
+		bad("from_number", "is required")
+	default:
+		p, err := NormalizePhone(*req.FromNumber)
+		if err != nil {
+			bad("from_number", err.Error())
+		}
+		from = p
+	}
+	switch {
+	case req.ToNumber == nil || *req.ToNumber == "":
+		bad("to_number", "is required")
+	default:
+		p, err := NormalizePhone(*req.ToNumber)
+		if err != nil {
+			bad("to_number", err.Error())
+		}
+		to = p
+	}
+	switch {
+	case req.Body == nil || *req.Body == "":
+		bad("body", "is required")
+	case utf8.RuneCountInString(*req.Body) > MaxBodyRunes:
+		bad("body", "must be at most 1600 characters")
+	}
+	if err := fieldsError(fields); err != nil {
+		return err
+	}
+	n, err := a.Service.NumberByPhone(r.Context(), to)
+	if errors.Is(err, ErrNotFound) || (err == nil && n.OrgID != tenant.OrgFrom(r.Context()).ID) {
+		return httpx.Errorf(http.StatusNotFound, "sms_number_not_found", "to_number %s is not an SMS number of this organisation", to)
+	}
+	if err != nil {
+		return err
+	}
+	m, _, err := a.Service.Receive(r.Context(), n, Inbound{From: from, Body: *req.Body})
+	if errors.Is(err, ErrInactive) {
+		return inactive(n)
+	}
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"data": m})
+	return nil
+}
+
+func inactive(n Number) error {
+	return httpx.Errorf(http.StatusConflict, "sms_number_inactive", "sms number %s is %s, not active", n.Phone, n.Status)
+}
+
+// fieldsError is the contract's 400 for every invalid field at once, or nil.
+func fieldsError(fields []httpx.FieldError) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(fields))
+	for i, f := range fields {
+		msgs[i] = f.Field + " " + f.Detail
+	}
+	return &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_parameter", Message: strings.Join(msgs, "; "), Fields: fields}
+}
+
+type searchOptions struct {
+	Limit      int64   `json:"limit"`
+	Offset     int64   `json:"offset"`
+	Body       *string `json:"body,omitempty"`
+	FromNumber *string `json:"from_number,omitempty"`
+	Direction  *string `json:"direction,omitempty"`
+	FromDate   *string `json:"from_date,omitempty"`
+	ToDate     *string `json:"to_date,omitempty"`
+	Wait       *bool   `json:"wait,omitempty"`
+}
+
+type searchResponse struct {
+	TotalCount int           `json:"total_count"`
+	Options    searchOptions `json:"options"`
+	Data       []Message     `json:"data"`
+}
+
+// ParseSearch reads and validates the message search query string; every bad
+// parameter is reported at once. options echoes the applied values: defaults
+// included, from_number normalised, dates in the contract's format.
+func ParseSearch(r *http.Request) (q Query, options searchOptions, wait bool, err error) {
+	qp := httpx.NewQuery(r)
+	var fields []httpx.FieldError
+	bad := func(field, detail string) { fields = append(fields, httpx.FieldError{Field: field, Detail: detail}) }
+	options.Limit = qp.Int("limit", DefaultLimit, 1, MaxLimit)
+	options.Offset = qp.Int("offset", 0, 0, -1)
+	q.Limit, q.Offset = int(options.Limit), int(options.Offset)
+	if v, ok := qp.String("body", MaxBodyRunes); ok && v != "" {
+		q.Body, options.Body = v, &v
+	}
+	if v, ok := qp.String("from_number", maxSenderLength); ok && v != "" {
+		prefixes, echo, ok := fromPrefixes(v)
+		if !ok {
+			bad("from_number", "must be the start of a phone number such as +1555, or of a sender id")
+		} else {
+			q.FromPrefixes, options.FromNumber = prefixes, &echo
+		}
+	}
+	if v, ok := qp.String("direction", 16); ok && v != "" {
+		if v != DirectionInbound && v != DirectionOutbound {
+			bad("direction", "must be inbound or outbound")
+		} else {
+			q.Direction, options.Direction = v, &v
+		}
+	}
+	date := func(name string, dst **int64, echo **string) {
+		v, ok := qp.String(name, maxDateLength)
+		if !ok || v == "" {
+			return
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil && strings.Contains(v, " ") {
+			// A '+' of a time zone offset sent unencoded arrives as a space.
+			t, err = time.Parse(time.RFC3339Nano, strings.ReplaceAll(v, " ", "+"))
+		}
+		if err != nil {
+			bad(name, "must be an RFC 3339 date-time such as 2026-11-22T03:23:50.123Z")
+			return
+		}
+		ms := t.UnixMilli()
+		s := httpx.TimeMillis(ms)
+		*dst, *echo = &ms, &s
+	}
+	date("from_date", &q.FromMs, &options.FromDate)
+	date("to_date", &q.ToMs, &options.ToDate)
+	wait, present := qp.Bool("wait")
+	if present {
+		options.Wait = &wait
+	}
+	if err := qp.Err(); err != nil {
+		var he *httpx.Error
+		if errors.As(err, &he) {
+			fields = append(he.Fields, fields...)
+		}
+	}
+	return q, options, wait, fieldsError(fields)
+}
+
+// searchMessagesHandler answers GET /api/sms/{phone_number}/messages. With
+// wait=true and no match, the request is held until a matching message is
+// committed (answered at once) or the hold ends (307 to the identical URL; the
+// client repeats), exactly as the inbox search.
+func (a *API) searchMessagesHandler(w http.ResponseWriter, r *http.Request) error {
+	n, err := a.numberParam(r)
+	if err != nil {
+		return err
+	}
+	q, opt, wait, err := ParseSearch(r)
+	if err != nil {
+		return err
+	}
+	q.NumberID = n.ID
+	var sub *notify.Subscription
+	if wait {
+		// Subscribe before the first look so an arrival in between is not missed.
+		sub = a.Notifier.Subscribe(Topic(n.ID))
+		defer sub.Close()
+	}
+	res, err := a.Service.Search(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	if wait && res.Total == 0 {
+		res, err = a.hold(r.Context(), sub, q)
+		if errors.Is(err, errHoldEnded) {
+			w.Header().Set("Location", r.URL.RequestURI())
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	httpx.WriteJSON(w, http.StatusOK, searchResponse{TotalCount: res.Total, Options: opt, Data: res.Messages})
+	return nil
+}
+
+var errHoldEnded = errors.New("hold ended")
+
+// hold waits for a wake-up of the number (or, when degraded, re-checks on a
+// timer) and re-runs the search until it matches, the hold ends or the client
+// goes away.
+func (a *API) hold(ctx context.Context, sub *notify.Subscription, q Query) (Result, error) {
+	timer := time.NewTimer(a.WaitHold)
+	defer timer.Stop()
+	var recheck <-chan time.Time
+	if a.Degraded != nil {
+		t := time.NewTicker(RecheckInterval)
+		defer t.Stop()
+		recheck = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case <-timer.C:
+			return Result{}, errHoldEnded
+		case <-sub.C:
+		case <-recheck:
+			if !a.Degraded() {
+				continue
+			}
+		}
+		res, err := a.Service.Search(ctx, q)
+		if err != nil || res.Total > 0 {
+			return res, err
+		}
+	}
+}
+
+// latestMessageHandler answers GET /api/sms/{phone_number}/latest; 404 when the
+// number has no unexpired message.
+func (a *API) latestMessageHandler(w http.ResponseWriter, r *http.Request) error {
+	n, err := a.numberParam(r)
+	if err != nil {
+		return err
+	}
+	m, err := a.Service.Latest(r.Context(), n.ID)
+	if errors.Is(err, ErrNotFound) {
+		return httpx.Errorf(http.StatusNotFound, "no_messages", "sms number %s has no messages", n.Phone)
+	}
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"data": m})
+	return nil
+}

@@ -1,0 +1,74 @@
+package sms
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/catchbox/catchbox/internal/store"
+)
+
+// reapBatch bounds one delete, so the reaper never holds the writer long enough
+// to stall ingest.
+const reapBatch = 500
+
+// Reap deletes messages whose retention has passed, in batches, and returns how
+// many it deleted. It walks the sms_messages_expiry index, so its cost follows
+// the number of expired messages. Search already hides expired messages; Reap
+// reclaims their space.
+func Reap(ctx context.Context, db *store.DB, now time.Time) (int, error) {
+	total := 0
+	for {
+		res, err := db.Exec(ctx, `DELETE FROM sms_messages WHERE seq IN
+			(SELECT seq FROM sms_messages WHERE expires_ms <= ? ORDER BY expires_ms LIMIT ?)`, now.UnixMilli(), reapBatch)
+		if err != nil {
+			return total, fmt.Errorf("reap expired sms messages: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, fmt.Errorf("reap expired sms messages: %w", err)
+		}
+		total += int(n)
+		if n < reapBatch {
+			return total, nil
+		}
+	}
+}
+
+// RunReaper calls Reap every interval until ctx ends. claim, when set, is asked
+// before each run and lets only one replica reap at a time (store.DB.RunExclusive).
+func RunReaper(ctx context.Context, db *store.DB, interval time.Duration, claim func(context.Context, func(context.Context) error) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	run := func(ctx context.Context) error {
+		n, err := Reap(ctx, db, time.Now())
+		if n > 0 {
+			slog.Info("Deleted expired SMS messages", "count", n)
+		}
+		return err
+	}
+	for {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					slog.Error("SMS reaper panicked", "panic", fmt.Sprint(p))
+				}
+			}()
+			var err error
+			if claim != nil {
+				err = claim(ctx, run)
+			} else {
+				err = run(ctx)
+			}
+			if err != nil && ctx.Err() == nil {
+				slog.Error("SMS reaper failed", "err", err)
+			}
+		}()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
