@@ -27,6 +27,7 @@ import (
 	"github.com/catchbox/catchbox/internal/smtpd"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/totp"
 )
 
 // Ready describes a started server (for tests and the start-up banner).
@@ -146,7 +147,7 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 		Tenants:      tenants,
 		Inbox:        api,
 		SMTPEndpoint: func() (string, int) { return smtpHost, smtpPort },
-		Extra:        []func(chi.Router){},
+		Extra:        []func(chi.Router){totp.NewService(db, key).Routes},
 	})
 	httpSrv := httpapi.NewHTTPServer(router, cfg.WaitHold)
 
