@@ -26,6 +26,7 @@ type adminCmd struct {
 	Org       orgCmd       `cmd:"" help:"Organisations."`
 	Key       keyCmd       `cmd:"" help:"API keys."`
 	Namespace namespaceCmd `cmd:"" help:"Namespaces (inboxes)."`
+	SMSNumber smsNumberCmd `cmd:"" name:"sms-number" help:"SMS numbers."`
 }
 
 // adminEnv is what every admin command works with.
