@@ -173,6 +173,7 @@ func (c *keyRevokeCmd) Run(a *adminCmd) error {
 
 type namespaceCmd struct {
 	Create namespaceCreateCmd `cmd:"" help:"Create a namespace for an organisation."`
+	Share  namespaceShareCmd  `cmd:"" help:"Let a second organisation read a namespace."`
 }
 
 type namespaceCreateCmd struct {

@@ -85,20 +85,33 @@ type namespaceJSON struct {
 	Settings             settingsJSON `json:"settings"`
 }
 
-func namespaceView(n Namespace) namespaceJSON {
-	return namespaceJSON{ID: n.ID, Namespace: n.Name, Shared: n.SharedOrgID != "", SharedOrganisationID: n.SharedOrgID,
+// namespaceView is the seed's Namespace as the organisation viewerID sees it.
+// shared tells whether two organisations share the namespace, and
+// shared_organisation_id names the other one: for the owner, the organisation it
+// is shared with; for that organisation, the owner.
+func namespaceView(n Namespace, viewerID string) namespaceJSON {
+	v := namespaceJSON{ID: n.ID, Namespace: n.Name, Shared: n.SharedOrgID != "",
 		Settings: settingsJSON{RetentionTime: n.RetentionTime, QuotaLimit: n.QuotaLimit, CaptureRawEmail: n.CaptureRawEmail}}
+	if v.Shared {
+		v.SharedOrganisationID = n.SharedOrgID
+		if viewerID == n.SharedOrgID {
+			v.SharedOrganisationID = n.OrgID
+		}
+	}
+	return v
 }
 
-// ListNamespacesHandler answers GET /api/namespaces.
+// ListNamespacesHandler answers GET /api/namespaces: the namespaces the key's
+// organisation owns and those shared with it (shared: true), by name.
 func (s *Service) ListNamespacesHandler(w http.ResponseWriter, r *http.Request) error {
-	ns, err := s.ListNamespaces(r.Context(), OrgFrom(r.Context()).ID)
+	orgID := OrgFrom(r.Context()).ID
+	ns, err := s.ListNamespaces(r.Context(), orgID)
 	if err != nil {
 		return err
 	}
 	data := make([]namespaceJSON, 0, len(ns))
 	for _, n := range ns {
-		data = append(data, namespaceView(n))
+		data = append(data, namespaceView(n, orgID))
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"total_count": len(data), "data": data})
 	return nil
@@ -144,7 +157,7 @@ func (s *Service) UpsertSettingsHandler(w http.ResponseWriter, r *http.Request) 
 	case err != nil:
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, namespaceView(n))
+	httpx.WriteJSON(w, http.StatusCreated, namespaceView(n, OrgFrom(r.Context()).ID))
 	return nil
 }
 

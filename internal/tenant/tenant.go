@@ -33,6 +33,13 @@ const (
 	DefaultName            = "default"
 )
 
+// DefaultQuotaLimit is the quota of a namespace whose quota_limit is null ("the
+// server default", contract section 5): 0, no limit, so emails leave such a
+// namespace only when its retention_time runs out. A namespace that sets
+// quota_limit keeps its newest quota_limit emails; the oldest are deleted at
+// ingest, in the transaction that stores the new ones.
+const DefaultQuotaLimit = 0
+
 // Errors the service returns; handlers map them to statuses.
 var (
 	ErrNotFound      = store.ErrNotFound
@@ -279,9 +286,10 @@ func (s *Service) VisibleNamespace(ctx context.Context, orgID, name string) (Nam
 	return n, nil
 }
 
-// ListNamespaces returns the organisation's own namespaces, by name.
+// ListNamespaces returns the namespaces the organisation may read, by name: its
+// own, and those another organisation shares with it.
 func (s *Service) ListNamespaces(ctx context.Context, orgID string) ([]Namespace, error) {
-	rows, err := s.db.Query(ctx, "SELECT "+nsColumns+" FROM namespaces WHERE org_id = ? ORDER BY name", orgID)
+	rows, err := s.db.Query(ctx, "SELECT "+nsColumns+" FROM namespaces WHERE org_id = ? OR shared_org_id = ? ORDER BY name", orgID, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("list namespaces: %w", err)
 	}
@@ -409,6 +417,35 @@ func nullInt(p *int) any {
 		return nil
 	}
 	return *p
+}
+
+// ErrShareWithOwner is returned when a namespace would be shared with the
+// organisation that owns it.
+var ErrShareWithOwner = errors.New("a namespace cannot be shared with the organisation that owns it")
+
+// ShareNamespace lets a second organisation read the namespace: search, latest,
+// single emails, attachments and raw source, as its owner does. It may not change
+// the namespace's settings nor get its SMTP credentials. A namespace is shared
+// with one organisation at a time; sharing again replaces it, and an empty
+// withOrgID stops sharing.
+func (s *Service) ShareNamespace(ctx context.Context, name, withOrgID string) (Namespace, error) {
+	n, err := s.NamespaceByName(ctx, name)
+	if err != nil {
+		return Namespace{}, fmt.Errorf("namespace %q: %w", name, err)
+	}
+	if withOrgID == n.OrgID {
+		return Namespace{}, ErrShareWithOwner
+	}
+	var shared any
+	if withOrgID != "" {
+		shared = withOrgID
+	}
+	now := store.NowMillis()
+	if _, err := s.db.Exec(ctx, "UPDATE namespaces SET shared_org_id = ?, updated_at = ? WHERE id = ?", shared, now, n.ID); err != nil {
+		return Namespace{}, fmt.Errorf("share namespace: %w", err)
+	}
+	n.SharedOrgID, n.UpdatedAt = withOrgID, time.UnixMilli(now)
+	return n, nil
 }
 
 // SMTPPassword is the namespace's SMTP AUTH password: derived from the server key

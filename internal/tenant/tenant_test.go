@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -221,6 +222,82 @@ func TestBodyLimit(t *testing.T) {
 		var errBody struct{ Code string }
 		if code := e.do("POST", e.key, "/api/namespace/big/settings", big, &errBody); code != 413 || errBody.Code != "body_too_large" {
 			t.Fatalf("oversized body: %d %s", code, errBody.Code)
+		}
+	})
+}
+
+func TestShareNamespace(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		owner, _ := e.svc.OrgByName(ctx, "default")
+		other, _ := e.svc.OrgByName(ctx, "other")
+		type listed struct {
+			Namespace            string `json:"namespace"`
+			Shared               bool   `json:"shared"`
+			SharedOrganisationID string `json:"shared_organisation_id"`
+		}
+		list := func(key string) map[string]listed {
+			var body struct {
+				TotalCount int      `json:"total_count"`
+				Data       []listed `json:"data"`
+			}
+			if code := e.do("GET", key, "/api/namespaces", "", &body); code != 200 || body.TotalCount != len(body.Data) {
+				t.Fatalf("list: %d %+v", code, body)
+			}
+			m := map[string]listed{}
+			for _, n := range body.Data {
+				m[n.Namespace] = n
+			}
+			return m
+		}
+		if _, err := e.svc.ShareNamespace(ctx, "default", owner.ID); !errors.Is(err, tenant.ErrShareWithOwner) {
+			t.Fatalf("share with the owner: %v", err)
+		}
+		if _, err := e.svc.ShareNamespace(ctx, "nosuch", other.ID); !errors.Is(err, tenant.ErrNotFound) {
+			t.Fatalf("share a missing namespace: %v", err)
+		}
+		n, err := e.svc.ShareNamespace(ctx, "DEFAULT", other.ID)
+		if err != nil || n.SharedOrgID != other.ID {
+			t.Fatalf("ShareNamespace = %+v, %v", n, err)
+		}
+		// Each side sees the namespace as shared, naming the other organisation.
+		if got := list(e.key)["default"]; !got.Shared || got.SharedOrganisationID != other.ID {
+			t.Errorf("owner sees %+v", got)
+		}
+		if got := list(e.otherKey)["default"]; !got.Shared || got.SharedOrganisationID != owner.ID {
+			t.Errorf("reader sees %+v", got)
+		}
+		// The reader may not change settings nor get SMTP credentials.
+		var errBody struct{ Code string }
+		if code := e.do("POST", e.otherKey, "/api/namespace/default/settings", `{"retention_time": 3600}`, &errBody); code != 409 || errBody.Code != "namespace_taken" {
+			t.Errorf("reader changing settings: %d %s", code, errBody.Code)
+		}
+		if code := e.do("GET", e.otherKey, "/api/smtp/default", "", nil); code != 404 {
+			t.Errorf("reader asking for SMTP credentials: %d, want 404", code)
+		}
+		if ns, _ := e.svc.NamespaceByName(ctx, "default"); ns.RetentionTime != tenant.DefaultRetention || !ns.VisibleTo(other.ID) {
+			t.Errorf("namespace after the reader's attempts: %+v", ns)
+		}
+		// The owner's settings response also shows the share.
+		var upd struct {
+			Shared bool `json:"shared"`
+		}
+		if code := e.do("POST", e.key, "/api/namespace/default/settings", `{}`, &upd); code != 201 || !upd.Shared {
+			t.Errorf("owner update: %d %+v", code, upd)
+		}
+		// Stopping the share hides it again.
+		if _, err := e.svc.ShareNamespace(ctx, "default", ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := list(e.otherKey)["default"]; ok {
+			t.Error("the reader still lists the namespace after the share stopped")
+		}
+		if got := list(e.key)["default"]; got.Shared || got.SharedOrganisationID != "" {
+			t.Errorf("owner sees %+v after the share stopped", got)
+		}
+		if ns, _ := e.svc.NamespaceByName(ctx, "default"); ns.VisibleTo(other.ID) {
+			t.Error("namespace still visible to the former reader")
 		}
 	})
 }
