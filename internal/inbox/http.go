@@ -5,8 +5,8 @@ import (
 	"errors"
 	"mime"
 	"net/http"
-	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -58,12 +58,17 @@ func (a *API) Routes(r chi.Router) {
 	r.Method(http.MethodGet, "/api/emails/{emailId}", httpx.Handler(a.getEmailHandler))
 	r.Method(http.MethodGet, "/api/emails/{emailId}/attachments", httpx.Handler(a.listAttachmentsHandler))
 	r.Method(http.MethodGet, "/api/attachments/{id}", httpx.Handler(a.getAttachmentHandler))
+	r.Method(http.MethodGet, "/api/emails/{namespace}/{emailId}/deliverability-report/raw-source", httpx.Handler(a.rawSourceHandler))
+	r.Method(http.MethodPost, "/api/emails/{emailId}/share", httpx.Handler(a.createShareHandler))
+	r.Method(http.MethodGet, "/api/share/email/{encodedEmailId}", httpx.Handler(a.getSharedEmailHandler))
+	r.Method(http.MethodGet, "/api/share/email/{encodedEmailId}/attachment/{attachmentId}", httpx.Handler(a.getSharedAttachmentHandler))
 }
 
-// DownloadRoutes registers the signed-link download endpoint (no API key: clients
-// fetch download_url bare).
+// DownloadRoutes registers the signed-link download endpoints of attachments and
+// raw sources (no API key: clients fetch download_url bare).
 func (a *API) DownloadRoutes(r chi.Router) {
 	r.Method(http.MethodGet, "/download/attachments/{id}", httpx.Handler(a.downloadAttachmentHandler))
+	r.Method(http.MethodGet, "/download/raw/{id}", httpx.Handler(a.downloadRawHandler))
 }
 
 type searchOptions struct {
@@ -229,18 +234,11 @@ func (a *API) getEmailHandler(w http.ResponseWriter, r *http.Request) error {
 // attachmentView is the seed's Attachment with a signed download link valid for
 // DownloadLinkTTL and never past the email's expiry.
 func (a *API) attachmentView(att StoredAttachment) Attachment {
-	expires := time.UnixMilli(att.ExpiresMs).UTC()
-	link := a.now().Add(DownloadLinkTTL).Truncate(time.Second)
-	if link.After(expires) {
-		link = expires.Truncate(time.Second)
-	}
-	v := url.Values{}
-	v.Set("expires", strconv.FormatInt(link.Unix(), 10))
-	v.Set("signature", a.Key.Sign(attachmentPurpose, att.ID, link))
-	exp := httpx.Time(expires)
+	link, _ := a.signedLink(attachmentPurpose, "/download/attachments/", att.ID, att.ExpiresMs)
+	exp := httpx.Time(time.UnixMilli(att.ExpiresMs))
 	return Attachment{
-		ID: att.ID, Filename: att.Filename, ContentType: att.ContentType, Size: att.Size, ExpiresAt: &exp,
-		DownloadURL: a.PublicURL() + "/download/attachments/" + url.PathEscape(att.ID) + "?" + v.Encode(),
+		ID: att.ID, Filename: att.Filename, ContentType: att.ContentType, Size: att.Size, ContentID: att.ContentID,
+		ExpiresAt: &exp, DownloadURL: link,
 	}
 }
 
@@ -288,9 +286,8 @@ func (a *API) getAttachmentHandler(w http.ResponseWriter, r *http.Request) error
 // as a download that browsers will not render or sniff.
 func (a *API) downloadAttachmentHandler(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "id")
-	exp, err := strconv.ParseInt(r.URL.Query().Get("expires"), 10, 64)
-	if err != nil || !a.Key.Verify(attachmentPurpose, id, time.Unix(exp, 0), r.URL.Query().Get("signature"), a.now()) {
-		return httpx.Errorf(http.StatusNotFound, "link_invalid", "this download link is invalid or has expired; request a new one from the API")
+	if err := a.verifyLink(r, attachmentPurpose, id); err != nil {
+		return err
 	}
 	att, err := a.Searcher.Attachment(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -311,7 +308,8 @@ func (a *API) downloadAttachmentHandler(w http.ResponseWriter, r *http.Request) 
 }
 
 // ServeDownload writes bytes as an attachment download with the contract's
-// protective headers.
+// protective headers: the stored content type, never sniffed, never rendered as a
+// page (Content-Security-Policy: sandbox), offered under filename.
 func ServeDownload(w http.ResponseWriter, contentType, filename string, data []byte) {
 	if _, _, err := mime.ParseMediaType(contentType); err != nil || contentType == "" {
 		contentType = "application/octet-stream"
@@ -319,14 +317,38 @@ func ServeDownload(w http.ResponseWriter, contentType, filename string, data []b
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("Content-Length", strconv.Itoa(len(data)))
-	cd := mime.FormatMediaType("attachment", map[string]string{"filename": filename})
-	if cd == "" {
-		cd = "attachment"
-	}
-	h.Set("Content-Disposition", cd)
+	h.Set("Content-Disposition", contentDisposition(filename))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox")
 	h.Set("Cache-Control", "private, no-store")
 	w.WriteHeader(http.StatusOK)
 	w.Write(data)
+}
+
+// contentDisposition is `attachment; filename="name"` (RFC 6266). A name that is
+// not printable ASCII is also given as filename* in UTF-8 (RFC 8187), after an
+// ASCII stand-in for clients that read only filename.
+func contentDisposition(name string) string {
+	ascii := true
+	for _, r := range name {
+		if r < 0x20 || r > 0x7e {
+			ascii = false
+			break
+		}
+	}
+	quote := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	if ascii {
+		return `attachment; filename="` + quote.Replace(name) + `"`
+	}
+	fallback := strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '_'
+		}
+		return r
+	}, name)
+	ext := mime.FormatMediaType("attachment", map[string]string{"filename": name})
+	if ext == "" {
+		return `attachment; filename="` + quote.Replace(fallback) + `"`
+	}
+	return `attachment; filename="` + quote.Replace(fallback) + `"; ` + strings.TrimPrefix(ext, "attachment; ")
 }

@@ -365,7 +365,7 @@ func TestAttachmentsAndSignedDownload(t *testing.T) {
 		}
 		for h, want := range map[string]string{
 			"Content-Type": "application/pdf", "X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox",
-			"Content-Disposition": `attachment; filename=report.pdf`,
+			"Content-Disposition": `attachment; filename="report.pdf"`,
 		} {
 			if got := resp.Header.Get(h); got != want {
 				t.Errorf("%s = %q, want %q", h, got, want)

@@ -45,9 +45,43 @@ type row struct {
 	fromAddr    string
 	recipients  []string // lower case, distinct
 	attachments []parsedAttachment
-	raw         []byte // nil when the namespace does not capture raw email
+	bytes       *messageBytes
+	keepRaw     bool // the namespace captures raw email
 	env         Envelope
 	size        int64
+}
+
+// messageBytes is how the bytes of one delivered message are stored, shared by the
+// rows of every namespace it was delivered to (docs/inbox.md, "Storage"). A row
+// that keeps the raw source refers to the raw blob and reads its attachments back
+// from it, so they are not stored twice; a row that does not refers to the
+// attachments' own blobs.
+type messageBytes struct {
+	raw         *blob    // set when a target keeps the raw source
+	attachments []*blob  // set when a target does not
+	hashes      []string // SHA-256 of each attachment's bytes
+}
+
+// newMessageBytes hashes and compresses what the targets need, once per message
+// and outside the writer, so that compression runs in parallel on the senders'
+// goroutines and not in the group commit.
+func newMessageBytes(raw []byte, p parsed, targets []Target) *messageBytes {
+	mb := &messageBytes{hashes: make([]string, len(p.Attachments))}
+	for i, a := range p.Attachments {
+		mb.hashes[i] = contentHash(a.Data)
+	}
+	for _, t := range targets {
+		switch {
+		case t.Namespace.CaptureRawEmail && mb.raw == nil:
+			mb.raw = newBlob(raw)
+		case !t.Namespace.CaptureRawEmail && mb.attachments == nil:
+			mb.attachments = make([]*blob, len(p.Attachments))
+			for i, a := range p.Attachments {
+				mb.attachments[i] = newHashedBlob(a.Data, mb.hashes[i])
+			}
+		}
+	}
+	return mb
 }
 
 type batchReq struct {
@@ -114,10 +148,13 @@ func (in *Ingester) Deliver(ctx context.Context, raw []byte, env Envelope, targe
 		return nil, errors.New("deliver: no target namespace")
 	}
 	p := parseMessage(raw)
+	mb := newMessageBytes(raw, p, targets)
 	now := in.now()
 	rows := make([]*row, 0, len(targets))
 	for _, t := range targets {
-		rows = append(rows, buildRow(p, raw, env, t, now))
+		r := buildRow(p, raw, env, t, now)
+		r.bytes = mb
+		rows = append(rows, r)
 	}
 	req := &batchReq{rows: rows, done: make(chan error, 1)}
 	in.mu.RLock()
@@ -197,12 +234,11 @@ func buildRow(p parsed, raw []byte, env Envelope, t Target, now time.Time) *row 
 	}
 	for _, a := range p.Attachments {
 		id := tenant.NewID()
-		e.Attachments = append(e.Attachments, AttachmentSummary{ID: id, Filename: a.Filename, ContentType: a.ContentType, Size: int64(len(a.Data))})
+		e.Attachments = append(e.Attachments, AttachmentSummary{ID: id, Filename: a.Filename, ContentType: a.ContentType,
+			Size: int64(len(a.Data)), ContentID: a.ContentID})
 	}
 	r.attachments = p.Attachments
-	if t.Namespace.CaptureRawEmail {
-		r.raw = raw
-	}
+	r.keepRaw = t.Namespace.CaptureRawEmail
 	r.email = e
 	return r
 }
@@ -281,6 +317,23 @@ func (in *Ingester) safeInsert(batch []*batchReq) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return in.db.InTx(ctx, func(tx *store.Tx) error {
+		blobs := map[string]*blob{}
+		var nsIDs []string
+		seenNS := map[string]bool{}
+		for _, req := range batch {
+			for _, r := range req.rows {
+				for _, b := range r.blobs() {
+					blobs[b.hash] = b
+				}
+				if !seenNS[r.namespaceID] {
+					seenNS[r.namespaceID] = true
+					nsIDs = append(nsIDs, r.namespaceID)
+				}
+			}
+		}
+		if err := putBlobs(ctx, tx, blobs); err != nil {
+			return err
+		}
 		for _, req := range batch {
 			for _, r := range req.rows {
 				if err := insertRow(ctx, tx, r); err != nil {
@@ -288,8 +341,16 @@ func (in *Ingester) safeInsert(batch []*batchReq) (err error) {
 				}
 			}
 		}
-		return nil
+		return enforceQuotas(ctx, tx, nsIDs, in.now().UnixMilli())
 	})
+}
+
+// blobs are the blobs the row refers to.
+func (r *row) blobs() []*blob {
+	if r.keepRaw {
+		return []*blob{r.bytes.raw}
+	}
+	return r.bytes.attachments
 }
 
 func insertRow(ctx context.Context, tx *store.Tx, r *row) error {
@@ -322,13 +383,18 @@ func insertRow(ctx context.Context, tx *store.Tx, r *row) error {
 	}
 	for i, a := range r.attachments {
 		sum := r.email.Attachments[i]
-		if _, err := tx.Exec(ctx, `INSERT INTO attachments (id, email_id, position, filename, content_type, content_id, inline, size, data)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, sum.ID, r.email.ID, i, sum.Filename, sum.ContentType, a.ContentID, a.Inline, sum.Size, nonNil(a.Data)); err != nil {
+		var blobHash any // nil: the bytes are read from the raw source
+		if !r.keepRaw {
+			blobHash = r.bytes.attachments[i].hash
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO attachments (id, email_id, position, filename, content_type, content_id, inline, size, data, blob_hash, sha256, in_raw)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sum.ID, r.email.ID, i, sum.Filename, sum.ContentType, a.ContentID, a.Inline, sum.Size,
+			[]byte{}, blobHash, r.bytes.hashes[i], r.keepRaw); err != nil {
 			return fmt.Errorf("insert attachment: %w", err)
 		}
 	}
-	if r.raw != nil {
-		if _, err := tx.Exec(ctx, "INSERT INTO raw_messages (email_id, data) VALUES (?, ?)", r.email.ID, nonNil(r.raw)); err != nil {
+	if r.keepRaw {
+		if _, err := tx.Exec(ctx, "INSERT INTO raw_messages (email_id, data, blob_hash) VALUES (?, ?, ?)", r.email.ID, []byte{}, r.bytes.raw.hash); err != nil {
 			return fmt.Errorf("insert raw message: %w", err)
 		}
 	}

@@ -12,12 +12,16 @@ type Address struct {
 	Name    string `json:"name,omitempty"`
 }
 
-// AttachmentSummary is the seed's EmailAttachmentSummary.
+// AttachmentSummary is the seed's EmailAttachmentSummary. ContentID, beyond the
+// seed's fields, is the part's Content-ID without angle brackets, so a test can
+// match an inline image to the html's cid: reference; it is left out when the
+// part has none.
 type AttachmentSummary struct {
 	ID          string `json:"id"`
 	Filename    string `json:"filename"`
 	ContentType string `json:"content_type"`
 	Size        int64  `json:"size"`
+	ContentID   string `json:"content_id,omitempty"`
 }
 
 // Email is the seed's Email resource, as returned by the API.
@@ -38,12 +42,14 @@ type Email struct {
 	Attachments       []AttachmentSummary `json:"attachments,omitempty"`
 }
 
-// Attachment is the seed's Attachment download metadata.
+// Attachment is the seed's Attachment download metadata, with ContentID as in
+// AttachmentSummary.
 type Attachment struct {
 	ID          string  `json:"id"`
 	Filename    string  `json:"filename"`
 	ContentType string  `json:"content_type"`
 	Size        int64   `json:"size"`
+	ContentID   string  `json:"content_id,omitempty"`
 	ExpiresAt   *string `json:"expires_at"`
 	DownloadURL string  `json:"download_url"`
 }

@@ -1,9 +1,14 @@
 package inbox
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/base64"
+	"io"
 	"mime"
+	"mime/quotedprintable"
 	"net/mail"
+	"net/textproto"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -28,6 +33,7 @@ type parsedAttachment struct {
 	ContentID   string
 	Inline      bool
 	Data        []byte
+	partID      string // enmime's position of the part in the MIME tree
 }
 
 // parsed is a message turned into the namespace-independent part of an Email.
@@ -50,15 +56,20 @@ var parser = enmime.NewParser(enmime.DisableTextConversion(true), enmime.SkipMal
 // parseMessage parses raw RFC 5322 bytes. Broken mail is never rejected: whatever
 // can be read is kept, and a message that enmime cannot read at all is stored with
 // its headers as net/mail reads them and its body as text.
+//
+// Fidelity rules (docs/inbox.md): RFC 2047 encoded words are decoded in every
+// header; a header block sent as 8-bit bytes that are not UTF-8 is read in the
+// message's declared charset (else Windows-1252, which every Latin-1 mailer
+// produces); text parts are converted to UTF-8 from their charset; attachments
+// keep the bytes that were attached.
 func parseMessage(raw []byte) parsed {
-	env, err := parser.ReadEnvelope(bytes.NewReader(raw))
+	src := utf8Headers(raw)
+	env, err := parser.ReadEnvelope(bytes.NewReader(src))
 	if err != nil || env == nil || env.Root == nil {
-		return parseFallback(raw)
+		return parseFallback(src)
 	}
 	p := parsed{
 		Subject: cleanText(env.GetHeader("Subject")),
-		Text:    cleanBody(env.Text),
-		HTML:    cleanBody(env.HTML),
 		Headers: map[string]string{},
 	}
 	if from := addressList(env, "From"); len(from) > 0 {
@@ -85,49 +96,211 @@ func parseMessage(raw []byte) parsed {
 		}
 		p.Headers[name] = truncate(v, maxHeaderValue)
 	}
-	for _, part := range env.Attachments {
-		p.addPart(part, false)
-	}
-	for _, part := range env.Inlines {
-		p.addPart(part, true)
-	}
-	for _, part := range env.OtherParts {
-		if part.FileName != "" || part.ContentID != "" {
-			p.addPart(part, part.Disposition != "attachment")
+	var textParts []*enmime.Part
+	if isMultipart(env.Root) {
+		textParts = p.readParts(env.Root)
+	} else {
+		// A single-part message: enmime has already decided whether it is a body
+		// (and found an HTML part's charset in its meta tag when none was declared).
+		p.Text, p.HTML = cleanBody(env.Text), cleanBody(env.HTML)
+		for _, part := range env.Attachments {
+			textParts = p.addPart(part, false, textParts)
 		}
+		for _, part := range env.Inlines {
+			textParts = p.addPart(part, true, textParts)
+		}
+	}
+	if len(textParts) > 0 {
+		p.restoreTextAttachments(src, textParts)
 	}
 	return p
 }
 
-func (p *parsed) addPart(part *enmime.Part, inline bool) {
-	if len(p.Attachments) >= maxAttachments {
-		return
+func isMultipart(part *enmime.Part) bool {
+	return part.FirstChild != nil || strings.HasPrefix(part.ContentType, "multipart/")
+}
+
+// readParts walks a multipart message in document order. The body is made of the
+// text/plain and text/html parts that are neither attachments nor named files:
+// every one of each kind, joined, as mail clients show them one after the other
+// (a mailing list's footer, Apple Mail's HTML split around an image), except in a
+// multipart/alternative message, where only the first of each kind is the body.
+// Every other leaf part is an attachment or inline part, so nothing that was sent
+// is lost (a text/calendar alternative, a delivery report, a forwarded message).
+// It returns the attachments whose bytes enmime converted as text (see
+// restoreTextAttachments).
+func (p *parsed) readParts(root *enmime.Part) []*enmime.Part {
+	alternative := root.ContentType == "multipart/alternative"
+	var texts, htmls []string
+	var textParts []*enmime.Part
+	leaves := root.DepthMatchAll(func(q *enmime.Part) bool {
+		return q.FirstChild == nil && !strings.HasPrefix(q.ContentType, "multipart/")
+	})
+	for _, part := range leaves {
+		body := part.Disposition != "attachment" && part.FileName == ""
+		switch {
+		case body && part.ContentType == "text/plain" && (!alternative || len(texts) == 0):
+			texts = append(texts, string(part.Content))
+		case body && part.ContentType == "text/html" && (!alternative || len(htmls) == 0):
+			htmls = append(htmls, string(part.Content))
+		case len(part.Content) == 0 && part.FileName == "" && part.ContentID == "":
+			// An empty part that names nothing: a broken boundary's leftovers.
+		default:
+			inline := part.Disposition == "inline" || (part.Disposition == "" && part.ContentID != "")
+			textParts = p.addPart(part, inline, textParts)
+		}
 	}
-	name := cleanText(part.FileName)
-	if name == "" {
-		name = defaultFilename(part.ContentType)
+	// enmime's separator between text parts, kept so bodies read as before.
+	p.Text = cleanBody(strings.Join(texts, "\n--\n"))
+	p.HTML = cleanBody(strings.Join(htmls, "\n"))
+	return textParts
+}
+
+// partFilename is the part's file name. enmime replaces the bytes of a raw 8-bit
+// name that is not UTF-8 with U+FFFD; such a name is read again from the header,
+// in the part's charset (else Windows-1252).
+func partFilename(part *enmime.Part) string {
+	name := part.FileName
+	if strings.ContainsRune(name, utf8.RuneError) {
+		for _, h := range [][2]string{{"Content-Disposition", "filename"}, {"Content-Type", "name"}} {
+			if _, params, err := mime.ParseMediaType(part.Header.Get(h[0])); err == nil && !utf8.ValidString(params[h[1]]) {
+				name = params[h[1]]
+				break
+			}
+		}
+	}
+	return cleanFilename(name, part.Charset)
+}
+
+// addPart records one attachment or inline part. Parts of a text type are also
+// appended to textParts: enmime converted their bytes to UTF-8, and the sender's
+// bytes are restored from the source afterwards.
+func (p *parsed) addPart(part *enmime.Part, inline bool, textParts []*enmime.Part) []*enmime.Part {
+	if len(p.Attachments) >= maxAttachments {
+		return textParts
 	}
 	ct := strings.ToLower(part.ContentType)
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
+	name := partFilename(part)
+	if name == "" && ct == "message/rfc822" {
+		name = cleanFilename(innerSubject(part.Content), "")
+		if name != "" {
+			name = truncateRunes(name, maxFilenameRunes-4) + ".eml"
+		}
+	}
+	if name == "" {
+		name = defaultFilename(ct)
+	}
 	p.Attachments = append(p.Attachments, parsedAttachment{
-		Filename:    truncateRunes(name, maxFilenameRunes),
+		Filename:    name,
 		ContentType: ct,
-		ContentID:   strings.Trim(part.ContentID, "<>"),
+		ContentID:   cleanText(strings.Trim(part.ContentID, "<>")),
 		Inline:      inline,
 		Data:        part.Content,
+		partID:      part.PartID,
 	})
+	if strings.HasPrefix(ct, "text/") {
+		textParts = append(textParts, part)
+	}
+	return textParts
 }
 
-func defaultFilename(contentType string) string {
-	if exts, _ := mime.ExtensionsByType(contentType); len(exts) > 0 {
-		return "attachment" + exts[0]
+// rawParser reads the same part tree as parser without decoding anything, so that
+// an attachment of a text type can be given back as the bytes that were attached
+// rather than enmime's UTF-8 conversion of them.
+var rawParser = enmime.NewParser(enmime.RawContent(true), enmime.SkipMalformedParts(true),
+	enmime.DisableTextConversion(true), enmime.DisableCharacterDetection(true))
+
+// restoreTextAttachments replaces the converted bytes of text-typed attachments
+// (a CSV in Windows-1252, an iCalendar file) with their transfer-decoded bytes,
+// unconverted. The second parse happens only for messages that have such parts.
+func (p *parsed) restoreTextAttachments(src []byte, textParts []*enmime.Part) {
+	root, err := rawParser.ReadParts(bytes.NewReader(src))
+	if err != nil || root == nil {
+		return
 	}
-	if strings.EqualFold(contentType, "message/rfc822") {
+	byID := map[string]*enmime.Part{}
+	_ = root.DepthMatchAll(func(q *enmime.Part) bool {
+		if q.FirstChild == nil {
+			byID[q.PartID] = q
+		}
+		return false
+	})
+	for i := range p.Attachments {
+		a := &p.Attachments[i]
+		if !strings.HasPrefix(a.ContentType, "text/") {
+			continue
+		}
+		rp := byID[a.partID]
+		if rp == nil {
+			continue
+		}
+		if data, ok := transferDecode(rp.Header.Get("Content-Transfer-Encoding"), rp.Content); ok {
+			a.Data = data
+		}
+	}
+}
+
+// transferDecode undoes a Content-Transfer-Encoding (RFC 2045 section 6) as
+// leniently as enmime does: characters outside the base64 alphabet are skipped.
+func transferDecode(cte string, body []byte) ([]byte, bool) {
+	switch strings.ToLower(strings.TrimSpace(cte)) {
+	case "base64":
+		clean := make([]byte, 0, len(body))
+		for _, c := range body {
+			if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' {
+				clean = append(clean, c)
+			}
+		}
+		if len(clean)%4 == 1 {
+			clean = clean[:len(clean)-1]
+		}
+		out := make([]byte, base64.RawStdEncoding.DecodedLen(len(clean)))
+		n, err := base64.RawStdEncoding.Decode(out, clean)
+		return out[:n], err == nil
+	case "quoted-printable":
+		out, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(body)))
+		return out, err == nil
+	case "", "7bit", "8bit", "binary":
+		return body, true
+	}
+	return nil, false
+}
+
+// innerSubject is the decoded Subject of a message/rfc822 part, which names the
+// attachment ("<subject>.eml").
+func innerSubject(msg []byte) string {
+	end := headerEnd(msg)
+	tp := textproto.NewReader(bufio.NewReader(io.MultiReader(bytes.NewReader(msg[:end]), strings.NewReader("\r\n\r\n"))))
+	h, _ := tp.ReadMIMEHeader()
+	return decodeHeader(h.Get("Subject"), "")
+}
+
+// defaultFilename names a part that has no file name, from its content type. The
+// table is fixed (not the host's mime.types) so names are the same everywhere.
+func defaultFilename(contentType string) string {
+	if ext, ok := defaultExtensions[contentType]; ok {
+		return "attachment" + ext
+	}
+	if contentType == "message/rfc822" {
 		return "message.eml"
 	}
+	if strings.HasPrefix(contentType, "text/") {
+		return "attachment.txt"
+	}
 	return "attachment"
+}
+
+var defaultExtensions = map[string]string{
+	"application/gzip": ".gz", "application/ics": ".ics", "application/json": ".json",
+	"application/pdf": ".pdf", "application/pkcs7-signature": ".p7s", "application/xml": ".xml",
+	"application/zip": ".zip", "image/bmp": ".bmp", "image/gif": ".gif", "image/jpeg": ".jpg",
+	"image/png": ".png", "image/svg+xml": ".svg", "image/tiff": ".tif", "image/webp": ".webp",
+	"message/delivery-status": ".txt", "message/disposition-notification": ".txt",
+	"text/calendar": ".ics", "text/csv": ".csv", "text/html": ".html", "text/plain": ".txt",
+	"text/rfc822-headers": ".txt", "text/vcard": ".vcf", "text/x-vcard": ".vcf", "text/xml": ".xml",
 }
 
 func addressList(env *enmime.Envelope, header string) []Address {
@@ -180,12 +353,12 @@ func parseFallback(raw []byte) parsed {
 		return p
 	}
 	for k, vals := range msg.Header {
-		p.Headers[strings.ToLower(k)] = truncate(cleanText(strings.Join(vals, ", ")), maxHeaderValue)
+		for i := range vals {
+			vals[i] = decodeHeader(vals[i], "")
+		}
+		p.Headers[strings.ToLower(k)] = truncate(strings.Join(vals, ", "), maxHeaderValue)
 	}
-	dec := new(mime.WordDecoder)
-	if s, err := dec.DecodeHeader(msg.Header.Get("Subject")); err == nil {
-		p.Subject = cleanText(s)
-	}
+	p.Subject = decodeHeader(msg.Header.Get("Subject"), "")
 	if l := looseAddresses(msg.Header.Get("From")); len(l) > 0 {
 		p.From = l[0]
 	}

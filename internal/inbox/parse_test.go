@@ -134,6 +134,14 @@ func FuzzParseMessage(f *testing.F) {
 				t.Fatalf("header %q not lower case", k)
 			}
 		}
+		// Attachments are read back from the raw source on download: parsing
+		// must find the same bytes again.
+		for i, a := range p.Attachments {
+			got, err := attachmentFromRaw(raw, i, contentHash(a.Data))
+			if err != nil || !bytes.Equal(got, a.Data) {
+				t.Fatalf("attachment %d not found again in the raw source: %v", i, err)
+			}
+		}
 	})
 }
 

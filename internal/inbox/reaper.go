@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/catchbox/catchbox/internal/store"
@@ -12,54 +11,24 @@ import (
 
 // reapBatch bounds one delete transaction, so the reaper never holds the writer
 // long enough to stall ingest.
-const reapBatch = 500
+const reapBatch = inChunk
 
 // Reap deletes emails whose expires_timestamp has passed, with their recipients,
-// attachments and raw source, in batches. It walks the emails_expiry index, so
-// its cost follows the number of expired emails, not the size of the store. Search
-// already hides expired emails; Reap reclaims their space.
+// attachments, raw source and the blobs nothing else refers to, in batches. It
+// walks the emails_expiry index, so its cost follows the number of expired emails,
+// not the size of the store. Search already hides expired emails; Reap reclaims
+// their space.
 func Reap(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 	total := 0
 	for {
 		var n int
 		err := db.InTx(ctx, func(tx *store.Tx) error {
-			rows, err := tx.Query(ctx, "SELECT seq, id FROM emails WHERE expires_ms <= ? ORDER BY expires_ms LIMIT ?", now.UnixMilli(), reapBatch)
+			seqs, ids, err := selectEmails(ctx, tx, "SELECT seq, id FROM emails WHERE expires_ms <= ? ORDER BY expires_ms LIMIT ?", now.UnixMilli(), reapBatch)
 			if err != nil {
 				return err
 			}
-			var seqs, ids []any
-			for rows.Next() {
-				var seq int64
-				var id string
-				if err := rows.Scan(&seq, &id); err != nil {
-					rows.Close()
-					return err
-				}
-				seqs, ids = append(seqs, seq), append(ids, id)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
 			n = len(ids)
-			if n == 0 {
-				return nil
-			}
-			in := "(" + strings.TrimSuffix(strings.Repeat("?,", n), ",") + ")"
-			for _, q := range []struct {
-				sql  string
-				args []any
-			}{
-				{"DELETE FROM email_recipients WHERE email_seq IN " + in, seqs},
-				{"DELETE FROM attachments WHERE email_id IN " + in, ids},
-				{"DELETE FROM raw_messages WHERE email_id IN " + in, ids},
-				{"DELETE FROM emails WHERE seq IN " + in, seqs},
-			} {
-				if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
-					return err
-				}
-			}
-			return nil
+			return deleteEmails(ctx, tx, seqs, ids)
 		})
 		if err != nil {
 			return total, fmt.Errorf("reap expired emails: %w", err)

@@ -212,18 +212,18 @@ func (s *Searcher) ByID(ctx context.Context, id string) (StoredEmail, error) {
 
 // StoredAttachment is an attachment's metadata with its email's access columns.
 type StoredAttachment struct {
-	ID, EmailID, Filename, ContentType string
-	Size                               int64
-	NamespaceID                        string
-	ExpiresMs                          int64
+	ID, EmailID, Filename, ContentType, ContentID string
+	Size                                          int64
+	NamespaceID                                   string
+	ExpiresMs                                     int64
 }
 
-const attachmentCols = `a.id, a.email_id, a.filename, a.content_type, a.size, e.namespace_id, e.expires_ms
+const attachmentCols = `a.id, a.email_id, a.filename, a.content_type, a.content_id, a.size, e.namespace_id, e.expires_ms
 	FROM attachments a JOIN emails e ON e.id = a.email_id`
 
 func scanAttachment(row interface{ Scan(...any) error }) (StoredAttachment, error) {
 	var a StoredAttachment
-	err := row.Scan(&a.ID, &a.EmailID, &a.Filename, &a.ContentType, &a.Size, &a.NamespaceID, &a.ExpiresMs)
+	err := row.Scan(&a.ID, &a.EmailID, &a.Filename, &a.ContentType, &a.ContentID, &a.Size, &a.NamespaceID, &a.ExpiresMs)
 	return a, err
 }
 
@@ -258,12 +258,90 @@ func (s *Searcher) Attachment(ctx context.Context, id string) (StoredAttachment,
 	return a, nil
 }
 
-// AttachmentData returns an attachment's bytes.
+// AttachmentData returns an attachment's bytes: from its own blob, from its
+// email's raw source (which holds them already when the namespace keeps raw
+// email), or, for rows stored before blobs existed, from the row itself.
 func (s *Searcher) AttachmentData(ctx context.Context, id string) ([]byte, error) {
-	var data []byte
-	err := s.db.QueryRow(ctx, "SELECT data FROM attachments WHERE id = ?", id).Scan(&data)
+	var (
+		data, blobData []byte
+		emailID, sha   string
+		position       int
+		inRaw          bool
+		codec          sql.NullInt64
+	)
+	err := s.db.QueryRow(ctx, `SELECT a.email_id, a.position, a.data, a.sha256, a.in_raw, b.codec, b.data
+		FROM attachments a LEFT JOIN blobs b ON b.hash = a.blob_hash WHERE a.id = ?`, id).
+		Scan(&emailID, &position, &data, &sha, &inRaw, &codec, &blobData)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
-	return data, err
+	if err != nil {
+		return nil, fmt.Errorf("get attachment bytes: %w", err)
+	}
+	switch {
+	case codec.Valid:
+		return decodeBlob(int(codec.Int64), blobData)
+	case inRaw:
+		raw, err := s.RawMessage(ctx, emailID)
+		if err != nil {
+			return nil, fmt.Errorf("attachment %s: raw source: %w", id, err)
+		}
+		return attachmentFromRaw(raw, position, sha)
+	}
+	return data, nil
+}
+
+// attachmentFromRaw parses the raw source again and returns the attachment at
+// position, checked against the SHA-256 taken at ingest. Should a later version of
+// the parser order or classify parts differently, the attachment is found by its
+// hash among all of them.
+func attachmentFromRaw(raw []byte, position int, sha string) ([]byte, error) {
+	atts := parseMessage(raw).Attachments
+	if position < len(atts) && contentHash(atts[position].Data) == sha {
+		return atts[position].Data, nil
+	}
+	for _, a := range atts {
+		if contentHash(a.Data) == sha {
+			return a.Data, nil
+		}
+	}
+	return nil, fmt.Errorf("attachment %d not found in the raw source (sha256 %s)", position, sha)
+}
+
+// ErrRawNotCaptured is returned by RawMessage for an email whose namespace did not
+// capture raw email when it arrived (capture_raw_email false).
+var ErrRawNotCaptured = errors.New("raw source not captured")
+
+// RawMessage returns the exact bytes received for an email, or ErrRawNotCaptured.
+// It does not check the email's expiry or who may read it: callers look the email
+// up first (ByID).
+func (s *Searcher) RawMessage(ctx context.Context, emailID string) ([]byte, error) {
+	var data, blobData []byte
+	var codec sql.NullInt64
+	err := s.db.QueryRow(ctx, `SELECT r.data, b.codec, b.data FROM raw_messages r
+		LEFT JOIN blobs b ON b.hash = r.blob_hash WHERE r.email_id = ?`, emailID).Scan(&data, &codec, &blobData)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrRawNotCaptured
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get raw message: %w", err)
+	}
+	if codec.Valid {
+		return decodeBlob(int(codec.Int64), blobData)
+	}
+	return data, nil
+}
+
+// RawSize returns the size in bytes of the email's raw source, or
+// ErrRawNotCaptured.
+func (s *Searcher) RawSize(ctx context.Context, emailID string) (int64, error) {
+	var size int64
+	err := s.db.QueryRow(ctx, "SELECT e.size FROM raw_messages r JOIN emails e ON e.id = r.email_id WHERE r.email_id = ?", emailID).Scan(&size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrRawNotCaptured
+	}
+	if err != nil {
+		return 0, fmt.Errorf("look up raw message: %w", err)
+	}
+	return size, nil
 }

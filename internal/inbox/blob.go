@@ -1,0 +1,152 @@
+package inbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/catchbox/catchbox/internal/store"
+)
+
+// Codecs of a stored blob (blobs.codec): the small format marker that lets a
+// reader tell compressed bytes from bytes stored as they are.
+const (
+	codecNone = 0 // stored as received
+	codecZstd = 1 // one zstd frame
+)
+
+// One encoder and one decoder serve every goroutine: EncodeAll and DecodeAll are
+// safe for concurrent use and reuse their internal state, so compressing a message
+// costs no allocation of a new encoder.
+var (
+	zstdEncoder = mustEncoder()
+	zstdDecoder = mustDecoder()
+)
+
+func mustEncoder() *zstd.Encoder {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+func mustDecoder() *zstd.Decoder {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// blob is content ready to store: named by the SHA-256 of the content, and
+// compressed when that makes it smaller. Data that is already compressed (a JPEG,
+// a ZIP, a PDF's streams) does not shrink and is stored as it is, so reading it
+// back costs nothing.
+type blob struct {
+	hash  string // hex SHA-256 of the content
+	codec int
+	size  int64  // content bytes
+	data  []byte // as stored
+}
+
+// contentHash names content: hex SHA-256.
+func contentHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// newBlob prepares content for storage. Content under 64 bytes is stored as it
+// is: a zstd frame's own header would eat any gain.
+func newBlob(content []byte) *blob { return newHashedBlob(content, contentHash(content)) }
+
+// newHashedBlob is newBlob for content whose hash is known.
+func newHashedBlob(content []byte, hash string) *blob {
+	b := &blob{hash: hash, codec: codecNone, size: int64(len(content)), data: nonNil(content)}
+	if len(content) >= 64 {
+		if z := zstdEncoder.EncodeAll(content, make([]byte, 0, len(content)/2)); len(z) < len(content) {
+			b.codec, b.data = codecZstd, z
+		}
+	}
+	return b
+}
+
+// decodeBlob returns the content of stored bytes.
+func decodeBlob(codec int, data []byte) ([]byte, error) {
+	switch codec {
+	case codecNone:
+		return data, nil
+	case codecZstd:
+		out, err := zstdDecoder.DecodeAll(data, nil)
+		if err != nil {
+			return nil, fmt.Errorf("decompress stored bytes: %w", err)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("stored bytes have unknown codec %d", codec)
+}
+
+// putBlobs stores blobs that are not stored yet, in hash order (so that two
+// transactions taking the same blobs cannot deadlock), and makes sure each one
+// still exists when the transaction commits. On PostgreSQL a blob that exists
+// already is locked FOR KEY SHARE, so a concurrent deleteEmails, which locks the
+// blobs it may delete FOR UPDATE, waits for this transaction and then sees its new
+// reference; if that transaction deleted the blob first, it is inserted again.
+func putBlobs(ctx context.Context, tx *store.Tx, blobs map[string]*blob) error {
+	hashes := make([]string, 0, len(blobs))
+	for h := range blobs {
+		hashes = append(hashes, h)
+	}
+	sort.Strings(hashes)
+	for _, h := range hashes {
+		b := blobs[h]
+		for attempt := 0; ; attempt++ {
+			res, err := tx.Exec(ctx, "INSERT INTO blobs (hash, codec, size, data) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING",
+				b.hash, b.codec, b.size, b.data)
+			if err != nil {
+				return fmt.Errorf("insert blob: %w", err)
+			}
+			if n, _ := res.RowsAffected(); n == 1 || tx.Dialect() != store.Postgres {
+				break // SQLite has one writer: a blob that exists stays until we commit
+			}
+			var got string
+			err = tx.QueryRow(ctx, "SELECT hash FROM blobs WHERE hash = ? FOR KEY SHARE", b.hash).Scan(&got)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, sql.ErrNoRows) || attempt >= 3 {
+				return fmt.Errorf("lock blob: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// inChunk bounds the number of values bound in one IN (...) list.
+const inChunk = 500
+
+func placeholders(n int) string {
+	return "(" + strings.TrimSuffix(strings.Repeat("?,", n), ",") + ")"
+}
+
+func eachChunk(values []string, fn func([]any) error) error {
+	for len(values) > 0 {
+		n := min(len(values), inChunk)
+		part := make([]any, n)
+		for i, v := range values[:n] {
+			part[i] = v
+		}
+		if err := fn(part); err != nil {
+			return err
+		}
+		values = values[n:]
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package inbox
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// Two PostgreSQL writers storing into a full namespace at the same time: the
+// second must count the first's email once it commits, so the namespace never
+// keeps more than its quota. (SQLite has one writer: the race cannot happen.)
+func TestQuotaLockSerializesWriters(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		if db.Dialect != store.Postgres {
+			t.Skip("SQLite has a single writer")
+		}
+		ctx := context.Background()
+		svc := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
+		org, err := svc.CreateOrg(ctx, "org", 100, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, err := svc.CreateNamespace(ctx, org.ID, "quota", tenant.Settings{QuotaLimit: ptrInt(2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		newRow := func(i int) *row {
+			raw := []byte(fmt.Sprintf("From: a@b.c\r\nTo: x@quota.localhost\r\nSubject: m%d\r\n\r\nbody\r\n", i))
+			targets := []Target{{Namespace: ns, Recipients: []string{"x@quota.localhost"}}}
+			p := parseMessage(raw)
+			r := buildRow(p, raw, Envelope{}, targets[0], start.Add(time.Duration(i)*time.Second))
+			r.bytes = newMessageBytes(raw, p, targets)
+			return r
+		}
+		store1 := func(tx *store.Tx, r *row) error {
+			blobs := map[string]*blob{}
+			for _, b := range r.blobs() {
+				blobs[b.hash] = b
+			}
+			if err := putBlobs(ctx, tx, blobs); err != nil {
+				return err
+			}
+			return insertRow(ctx, tx, r)
+		}
+		nowMs := start.Add(time.Minute).UnixMilli()
+		for i := 1; i <= 2; i++ {
+			if err := db.InTx(ctx, func(tx *store.Tx) error { return store1(tx, newRow(i)) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		firstChecked, secondInserted := make(chan struct{}), make(chan struct{})
+		done := make(chan error, 2)
+		go func() {
+			done <- db.InTx(ctx, func(tx *store.Tx) error {
+				if err := store1(tx, newRow(3)); err != nil {
+					return err
+				}
+				if err := enforceQuotas(ctx, tx, []string{ns.ID}, nowMs); err != nil {
+					return err
+				}
+				close(firstChecked)
+				select {
+				case <-secondInserted:
+				case <-time.After(10 * time.Second):
+					return fmt.Errorf("the second writer never inserted")
+				}
+				return nil
+			})
+		}()
+		go func() {
+			<-firstChecked
+			done <- db.InTx(ctx, func(tx *store.Tx) error {
+				if err := store1(tx, newRow(4)); err != nil {
+					return err
+				}
+				close(secondInserted)
+				return enforceQuotas(ctx, tx, []string{ns.ID}, nowMs)
+			})
+		}()
+		for i := 0; i < 2; i++ {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		var n int
+		if err := db.QueryRow(ctx, "SELECT COUNT(*) FROM emails WHERE namespace_id = ?", ns.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 2 {
+			t.Fatalf("%d emails after two concurrent writers, want the quota of 2", n)
+		}
+		var subjects []string
+		rows, _ := db.Query(ctx, "SELECT subject FROM emails ORDER BY received_ms")
+		for rows.Next() {
+			var s string
+			rows.Scan(&s)
+			subjects = append(subjects, s)
+		}
+		rows.Close()
+		if fmt.Sprint(subjects) != "[m3 m4]" {
+			t.Errorf("kept %v, want the newest two", subjects)
+		}
+	})
+}
+
+func ptrInt(v int) *int { return &v }
+
+// A writer storing a message whose bytes are already stored, while the last
+// email referring to them is deleted: the blob must survive with the new
+// reference. (SQLite has one writer: the race cannot happen.)
+func TestBlobSurvivesConcurrentDelete(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		if db.Dialect != store.Postgres {
+			t.Skip("SQLite has a single writer")
+		}
+		ctx := context.Background()
+		svc := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
+		org, err := svc.CreateOrg(ctx, "org", 100, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, err := svc.CreateNamespace(ctx, org.ID, "blobs", tenant.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := []byte("From: a@b.c\r\nTo: x@blobs.localhost\r\nSubject: same bytes\r\n\r\n" + fmt.Sprint(time.Now().UnixNano()) + "\r\n")
+		targets := []Target{{Namespace: ns, Recipients: []string{"x@blobs.localhost"}}}
+		newRow := func() *row {
+			p := parseMessage(raw)
+			r := buildRow(p, raw, Envelope{}, targets[0], time.Now())
+			r.bytes = newMessageBytes(raw, p, targets)
+			return r
+		}
+		put := func(tx *store.Tx, r *row) error {
+			if err := putBlobs(ctx, tx, map[string]*blob{r.bytes.raw.hash: r.bytes.raw}); err != nil {
+				return err
+			}
+			return insertRow(ctx, tx, r)
+		}
+		old := newRow()
+		if err := db.InTx(ctx, func(tx *store.Tx) error { return put(tx, old) }); err != nil {
+			t.Fatal(err)
+		}
+		var oldSeq int64
+		db.QueryRow(ctx, "SELECT seq FROM emails WHERE id = ?", old.email.ID).Scan(&oldSeq)
+
+		stored, deleted := make(chan struct{}), make(chan error, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- db.InTx(ctx, func(tx *store.Tx) error {
+				if err := put(tx, newRow()); err != nil {
+					return err
+				}
+				close(stored)
+				// Hold the transaction open while the delete runs into it.
+				select {
+				case err := <-deleted:
+					return fmt.Errorf("the delete finished before this writer committed: %v", err)
+				case <-time.After(300 * time.Millisecond):
+				}
+				return nil
+			})
+		}()
+		<-stored
+		go func() {
+			deleted <- db.InTx(ctx, func(tx *store.Tx) error {
+				return deleteEmails(ctx, tx, []any{oldSeq}, []any{old.email.ID})
+			})
+		}()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-deleted; err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		db.QueryRow(ctx, `SELECT COUNT(*) FROM raw_messages r JOIN blobs b ON b.hash = r.blob_hash`).Scan(&n)
+		if n != 1 {
+			t.Fatalf("%d raw rows with their blob, want 1: the new email's raw source was deleted under it", n)
+		}
+	})
+}

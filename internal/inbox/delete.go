@@ -1,0 +1,193 @@
+package inbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// deleteEmails deletes emails with their recipients, attachments and raw source,
+// and every blob that no row refers to any more. Every deletion of emails goes
+// through it (the reaper, the quota at ingest), so no blob is left behind. seqs
+// and ids name the same emails; at most inChunk of them.
+func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	in := placeholders(len(ids))
+	args := append(append([]any{}, ids...), ids...)
+	rows, err := tx.Query(ctx, "SELECT blob_hash FROM raw_messages WHERE email_id IN "+in+" AND blob_hash IS NOT NULL "+
+		"UNION SELECT blob_hash FROM attachments WHERE email_id IN "+in+" AND blob_hash IS NOT NULL", args...)
+	if err != nil {
+		return fmt.Errorf("find blobs of deleted emails: %w", err)
+	}
+	var hashes []string
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			rows.Close()
+			return err
+		}
+		hashes = append(hashes, h)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	sort.Strings(hashes)
+	if tx.Dialect() == store.Postgres {
+		if err := eachChunk(hashes, func(part []any) error {
+			_, err := tx.Exec(ctx, "SELECT hash FROM blobs WHERE hash IN "+placeholders(len(part))+" ORDER BY hash FOR UPDATE", part...)
+			return err
+		}); err != nil {
+			return fmt.Errorf("lock blobs of deleted emails: %w", err)
+		}
+	}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"DELETE FROM email_recipients WHERE email_seq IN " + in, seqs},
+		{"DELETE FROM attachments WHERE email_id IN " + in, ids},
+		{"DELETE FROM raw_messages WHERE email_id IN " + in, ids},
+		{"DELETE FROM emails WHERE seq IN " + in, seqs},
+	} {
+		if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
+			return fmt.Errorf("delete emails: %w", err)
+		}
+	}
+	err = eachChunk(hashes, func(part []any) error {
+		_, err := tx.Exec(ctx, "DELETE FROM blobs WHERE hash IN "+placeholders(len(part))+
+			" AND NOT EXISTS (SELECT 1 FROM raw_messages r WHERE r.blob_hash = blobs.hash)"+
+			" AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.blob_hash = blobs.hash)", part...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete unreferenced blobs: %w", err)
+	}
+	return nil
+}
+
+// selectEmails runs a query returning (seq, id) rows in the transaction.
+func selectEmails(ctx context.Context, tx *store.Tx, q string, args ...any) (seqs, ids []any, err error) {
+	rows, err := tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var id string
+		if err := rows.Scan(&seq, &id); err != nil {
+			return nil, nil, err
+		}
+		seqs, ids = append(seqs, seq), append(ids, id)
+	}
+	return seqs, ids, rows.Err()
+}
+
+// enforceQuotas deletes, in the ingest transaction, the oldest emails of each
+// namespace in nsIDs that holds more unexpired emails than its quota_limit
+// (tenant.DefaultQuotaLimit when null). The newest quota_limit unexpired emails
+// stay; everything older goes, expired emails included. On PostgreSQL the
+// namespace row is locked (FOR NO KEY UPDATE, which the FOR KEY SHARE locks that
+// inserting its emails took do not block), so two writers filling the same
+// namespace take turns and each counts the other's committed emails.
+//
+// The cost is a walk of at most quota_limit entries of the namespace's
+// emails_ns_time index per batch, and nothing at all for a namespace without a
+// quota.
+func enforceQuotas(ctx context.Context, tx *store.Tx, nsIDs []string, nowMs int64) error {
+	if len(nsIDs) == 0 {
+		return nil
+	}
+	sort.Strings(nsIDs)
+	args := make([]any, len(nsIDs))
+	for i, id := range nsIDs {
+		args[i] = id
+	}
+	rows, err := tx.Query(ctx, "SELECT id, quota_limit FROM namespaces WHERE id IN "+placeholders(len(args))+" AND quota_limit IS NOT NULL ORDER BY id", args...)
+	if err != nil {
+		return fmt.Errorf("read quotas: %w", err)
+	}
+	type quota struct {
+		nsID  string
+		limit int64
+	}
+	var quotas []quota
+	for rows.Next() {
+		var q quota
+		if err := rows.Scan(&q.nsID, &q.limit); err != nil {
+			rows.Close()
+			return err
+		}
+		quotas = append(quotas, q)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if tenant.DefaultQuotaLimit > 0 {
+		// A server default applies to every namespace without its own quota.
+		have := map[string]bool{}
+		for _, q := range quotas {
+			have[q.nsID] = true
+		}
+		for _, id := range nsIDs {
+			if !have[id] {
+				quotas = append(quotas, quota{id, tenant.DefaultQuotaLimit})
+			}
+		}
+		sort.Slice(quotas, func(i, j int) bool { return quotas[i].nsID < quotas[j].nsID })
+	}
+	for _, q := range quotas {
+		if tx.Dialect() == store.Postgres {
+			var limit *int64
+			if err := tx.QueryRow(ctx, "SELECT quota_limit FROM namespaces WHERE id = ? FOR NO KEY UPDATE", q.nsID).Scan(&limit); err != nil {
+				return fmt.Errorf("lock namespace for its quota: %w", err)
+			}
+			if limit != nil {
+				q.limit = *limit
+			}
+		}
+		if q.limit <= 0 {
+			continue
+		}
+		if err := enforceQuota(ctx, tx, q.nsID, q.limit, nowMs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func enforceQuota(ctx context.Context, tx *store.Tx, nsID string, limit, nowMs int64) error {
+	// The newest unexpired email beyond the quota, if there is one.
+	var recv, seq int64
+	err := tx.QueryRow(ctx, `SELECT received_ms, seq FROM emails WHERE namespace_id = ? AND expires_ms > ?
+		ORDER BY received_ms DESC, seq DESC LIMIT 1 OFFSET ?`, nsID, nowMs, limit).Scan(&recv, &seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check quota: %w", err)
+	}
+	for {
+		seqs, ids, err := selectEmails(ctx, tx, `SELECT seq, id FROM emails WHERE namespace_id = ?
+			AND (received_ms < ? OR (received_ms = ? AND seq <= ?)) ORDER BY received_ms, seq LIMIT ?`,
+			nsID, recv, recv, seq, inChunk)
+		if err != nil {
+			return fmt.Errorf("find emails over quota: %w", err)
+		}
+		if err := deleteEmails(ctx, tx, seqs, ids); err != nil {
+			return err
+		}
+		if len(ids) < inChunk {
+			return nil
+		}
+	}
+}
