@@ -33,7 +33,7 @@ const (
 // active, a requested and a disabled number, and organisation "other" with one
 // active number.
 type env struct {
-	t         *testing.T
+	t         testing.TB
 	db        *store.DB
 	tenants   *tenant.Service
 	svc       *sms.Service
@@ -50,7 +50,7 @@ type env struct {
 	clock     atomic.Int64 // Unix ms; 0 means real time
 }
 
-func newEnv(t *testing.T, db *store.DB) *env {
+func newEnv(t testing.TB, db *store.DB) *env {
 	t.Helper()
 	ctx := context.Background()
 	e := &env{t: t, db: db}

@@ -61,7 +61,10 @@ func (a *API) listNumbersHandler(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"total_count": len(ns), "data": ns})
+	httpx.WriteJSON(w, http.StatusOK, struct {
+		TotalCount int      `json:"total_count"`
+		Data       []Number `json:"data"`
+	}{len(ns), ns})
 	return nil
 }
 
