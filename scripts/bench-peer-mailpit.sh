@@ -17,8 +17,8 @@
 #
 # Environment:
 #   MAILPIT_BIN   the binary (default /tmp/mailpit)
-#   MAILPIT_SMTP  SMTP listen address (default 127.0.0.1:11025)
-#   MAILPIT_HTTP  HTTP listen address (default 127.0.0.1:18025)
+#   MAILPIT_SMTP  SMTP listen address (default 127.0.0.1:21025)
+#   MAILPIT_HTTP  HTTP listen address (default 127.0.0.1:28025)
 #   MAILPIT_DIR   state directory: database, log, pid file (default /tmp/catchbox-bench-mailpit)
 #
 # Mailpit runs with: a fresh database in MAILPIT_DIR; --max 0 so it keeps
@@ -29,8 +29,8 @@
 set -eu
 
 MAILPIT_BIN=${MAILPIT_BIN:-/tmp/mailpit}
-MAILPIT_SMTP=${MAILPIT_SMTP:-127.0.0.1:11025}
-MAILPIT_HTTP=${MAILPIT_HTTP:-127.0.0.1:18025}
+MAILPIT_SMTP=${MAILPIT_SMTP:-127.0.0.1:21025}
+MAILPIT_HTTP=${MAILPIT_HTTP:-127.0.0.1:28025}
 MAILPIT_DIR=${MAILPIT_DIR:-/tmp/catchbox-bench-mailpit}
 PIDFILE=$MAILPIT_DIR/mailpit.pid
 

@@ -164,6 +164,8 @@ func checkLines(t *testing.T, raw []byte) {
 type catcher struct {
 	mu       sync.Mutex
 	subjects []string
+	rcpts    []string // every accepted recipient
+	rcptMsg  []int    // index in subjects of the message each recipient got
 	sessions int
 	arrived  chan struct{} // closed and replaced on each message
 	auth     string        // required "user:pass" when set
@@ -228,6 +230,7 @@ func (c *catcher) search(w http.ResponseWriter, r *http.Request) {
 type catcherSession struct {
 	c      *catcher
 	authed bool
+	to     []string
 }
 
 func (s *catcherSession) AuthMechanisms() []string { return []string{sasl.Plain} }
@@ -253,6 +256,7 @@ func (s *catcherSession) Rcpt(to string, _ *smtp.RcptOptions) error {
 	if strings.HasPrefix(to, "reject") {
 		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
 	}
+	s.to = append(s.to, to)
 	return nil
 }
 
@@ -265,6 +269,11 @@ func (s *catcherSession) Data(r io.Reader) error {
 		return err
 	}
 	s.c.mu.Lock()
+	for _, to := range s.to {
+		s.c.rcpts = append(s.c.rcpts, to)
+		s.c.rcptMsg = append(s.c.rcptMsg, len(s.c.subjects))
+	}
+	s.to = nil
 	s.c.subjects = append(s.c.subjects, m.Header.Get("Subject"))
 	close(s.c.arrived)
 	s.c.arrived = make(chan struct{})
@@ -272,7 +281,7 @@ func (s *catcherSession) Data(r io.Reader) error {
 	return nil
 }
 
-func (s *catcherSession) Reset()        {}
+func (s *catcherSession) Reset()        { s.to = nil }
 func (s *catcherSession) Logout() error { return nil }
 
 func runJSON(t *testing.T, v any, args ...string) {
@@ -418,38 +427,60 @@ func TestSearchAsksTheThreeQueries(t *testing.T) {
 }
 
 func TestSeedSpreadsOverNamespaces(t *testing.T) {
-	c := newCatcher(t, "", false)
-	var created []string
-	var mu sync.Mutex
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get("X-Api-Key") != "k" {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		created = append(created, r.URL.Path)
-		mu.Unlock()
-		w.WriteHeader(http.StatusCreated)
-	}))
-	defer hs.Close()
-	var rep seedReport
-	runJSON(t, &rep, "seed", "--smtp", c.smtpAddr, "--messages", "30", "--conns", "3", "--namespaces", "3", "--api", hs.URL, "--key", "k")
-	if rep.OK != 30 || rep.Errors != 0 {
-		t.Fatalf("report = %+v", rep)
-	}
-	if len(created) != 3 || created[2] != "/api/namespace/seed0002/settings" {
-		t.Errorf("created = %v", created)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var resets int
-	for _, s := range c.subjects {
-		if strings.HasSuffix(s, " password reset") {
-			resets++
-		}
-	}
-	if resets != 3 {
-		t.Errorf("%d of 30 subjects are password resets, want 3 (one in ten)", resets)
+	for _, rcpts := range []string{"1", "3"} {
+		t.Run("rcpts="+rcpts, func(t *testing.T) {
+			c := newCatcher(t, "", false)
+			var created []string
+			var mu sync.Mutex
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || r.Header.Get("X-Api-Key") != "k" {
+					w.WriteHeader(http.StatusBadRequest)
+					return
+				}
+				mu.Lock()
+				created = append(created, r.URL.Path)
+				mu.Unlock()
+				w.WriteHeader(http.StatusCreated)
+			}))
+			defer hs.Close()
+			var rep seedReport
+			runJSON(t, &rep, "seed", "--smtp", c.smtpAddr, "--messages", "60", "--conns", "3", "--namespaces", "3",
+				"--rcpts", rcpts, "--api", hs.URL, "--key", "k")
+			if rep.OK != 60 || rep.Errors != 0 {
+				t.Fatalf("report = %+v", rep)
+			}
+			if len(created) != 3 || created[2] != "/api/namespace/seed0002/settings" {
+				t.Errorf("created = %v", created)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			// Each namespace got 20 emails; its t-th is for user<t> with topic t mod 10.
+			perNS := map[string][]string{}
+			for i, to := range c.rcpts {
+				ns := to[strings.Index(to, "@")+1:]
+				perNS[ns] = append(perNS[ns], to[:strings.Index(to, "@")]+" "+c.subjects[c.rcptMsg[i]])
+			}
+			if len(perNS) != 3 {
+				t.Fatalf("emails went to %d namespaces: %v", len(perNS), perNS)
+			}
+			for ns, emails := range perNS {
+				if len(emails) != 20 {
+					t.Errorf("%s got %d emails, want 20", ns, len(emails))
+				}
+				var resets, user7 int
+				for _, e := range emails {
+					if strings.HasSuffix(e, " password reset") {
+						resets++
+					}
+					if strings.HasPrefix(e, "user0007 ") {
+						user7++
+					}
+				}
+				if resets != 2 || user7 != 1 {
+					t.Errorf("%s: %d password resets (want 2 of 20), %d for user0007 (want 1): %v", ns, resets, user7, emails)
+				}
+			}
+		})
 	}
 }
 

@@ -22,6 +22,7 @@ type sender struct {
 	addr string
 	auth string // "user:pass", or empty for no AUTH
 	c    *smtp.Client
+	sent int // messages accepted on the current connection
 }
 
 // connect dials, says EHLO and authenticates when credentials are set.
@@ -49,13 +50,14 @@ func (s *sender) connect() error {
 		}
 	}
 	s.c = c
+	s.sent = 0
 	return nil
 }
 
 // send runs one transaction and returns the time from MAIL FROM to the reply
 // after the final dot. A refused transaction leaves the connection usable (it
 // is reset); a broken connection is dropped and redialled on the next send.
-func (s *sender) send(from, to string, msg []byte) (time.Duration, error) {
+func (s *sender) send(from string, to []string, msg []byte) (time.Duration, error) {
 	if s.c == nil {
 		if err := s.connect(); err != nil {
 			return 0, err
@@ -64,6 +66,9 @@ func (s *sender) send(from, to string, msg []byte) (time.Duration, error) {
 	start := time.Now()
 	err := s.transaction(from, to, msg)
 	elapsed := time.Since(start)
+	if err == nil {
+		s.sent++
+	}
 	if err != nil {
 		var smtpErr *smtp.SMTPError
 		if errors.As(err, &smtpErr) && s.c.Reset() == nil {
@@ -74,12 +79,14 @@ func (s *sender) send(from, to string, msg []byte) (time.Duration, error) {
 	return elapsed, err
 }
 
-func (s *sender) transaction(from, to string, msg []byte) error {
+func (s *sender) transaction(from string, to []string, msg []byte) error {
 	if err := s.c.Mail(from, nil); err != nil {
 		return fmt.Errorf("mail from: %w", err)
 	}
-	if err := s.c.Rcpt(to, nil); err != nil {
-		return fmt.Errorf("rcpt to: %w", err)
+	for _, rcpt := range to {
+		if err := s.c.Rcpt(rcpt, nil); err != nil {
+			return fmt.Errorf("rcpt to %s: %w", rcpt, err)
+		}
 	}
 	w, err := s.c.Data()
 	if err != nil {

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/emersion/go-smtp"
 )
 
 // benchFrom is the envelope and header sender of every generated message.
@@ -29,7 +32,14 @@ type load struct {
 	auth  string
 	conns int
 	n     int
-	next  func(i int) (to string, msg []byte, err error)
+	next  func(i int) (to []string, msg []byte, err error)
+	// perConn, when positive, ends each connection after that many
+	// messages and opens a new one, as pooling clients do (nodemailer's pool
+	// defaults to 100) and as servers that cap commands per connection expect.
+	perConn int
+	// retries is how often a message that failed with a temporary (4xx) or
+	// connection error is tried again on a fresh connection.
+	retries int
 	// progress, when set, is called every progressEvery messages.
 	progress      func(done int, elapsed time.Duration)
 	progressEvery int
@@ -81,10 +91,17 @@ func (l load) run(ctx context.Context) loadResult {
 				if i >= l.n {
 					return
 				}
+				if l.perConn > 0 && s.sent >= l.perConn {
+					s.close()
+				}
 				to, msg, err := l.next(i)
 				if err == nil {
 					var d time.Duration
 					d, err = s.send(benchFrom, to, msg)
+					for try := 0; err != nil && try < l.retries && retryable(err); try++ {
+						s.close()
+						d, err = s.send(benchFrom, to, msg)
+					}
 					if err == nil {
 						ok++
 						lat = append(lat, d)
@@ -112,6 +129,17 @@ func (l load) run(ctx context.Context) loadResult {
 	wg.Wait()
 	res.Elapsed = time.Since(start)
 	return res
+}
+
+// retryable reports whether a failed transaction may succeed on a new
+// connection: a temporary SMTP reply (4xx, such as 421 when a server closes a
+// long-lived connection) or a broken connection, but never a 5xx refusal.
+func retryable(err error) bool {
+	var smtpErr *smtp.SMTPError
+	if errors.As(err, &smtpErr) {
+		return smtpErr.Temporary()
+	}
+	return true
 }
 
 func contains(ss []string, s string) bool {
@@ -201,10 +229,10 @@ func runSMTP(args []string, stdout io.Writer) error {
 		auth:  *auth,
 		conns: *conns,
 		n:     *messages,
-		next: func(i int) (string, []byte, error) {
+		next: func(i int) ([]string, []byte, error) {
 			m := msgs[i]
 			msgs[i] = nil // let the collector reclaim what was sent
-			return *to, m, nil
+			return []string{*to}, m, nil
 		},
 	}.run(ctx)
 

@@ -148,7 +148,7 @@ func waitRound(client *http.Client, s *sender, api, key, ns, subject, to string,
 	if err != nil {
 		return 0, false, err
 	}
-	if _, err := s.send(benchFrom, to, msg); err != nil {
+	if _, err := s.send(benchFrom, []string{to}, msg); err != nil {
 		cancel()
 		<-answered
 		return 0, false, fmt.Errorf("send: %w", err)
