@@ -38,6 +38,7 @@ export async function startCatchbox(extraEnv = {}) {
   });
   return {
     apiKey,
+    dataDir, // for admin commands against the running server's store
     baseUrl: ready.http + "/",
     smtp: ready.smtp[0],
     log: () => log,
