@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -149,4 +150,57 @@ func eachChunk(values []string, fn func([]any) error) error {
 		values = values[n:]
 	}
 	return nil
+}
+
+// A stored email is its Email document as JSON (emails.doc, readable with any
+// SQL client) without the text and html bodies, which go to emails.body: one
+// codec byte, then {"text", "html"} as JSON, zstd-compressed when that makes it
+// smaller. Bodies are most of an email's size (an HTML newsletter's markup
+// compresses five to ten times), and a search page decodes only twenty of them.
+// Rows stored before emails.body existed keep their bodies in doc.
+type storedBody struct {
+	Text string `json:"text,omitempty"`
+	HTML string `json:"html,omitempty"`
+}
+
+// encodeBody returns the stored form of an email's bodies.
+func encodeBody(text, html string) ([]byte, error) {
+	b, err := json.Marshal(storedBody{Text: text, HTML: html})
+	if err != nil {
+		return nil, fmt.Errorf("encode email body: %w", err)
+	}
+	stored := newHashedBlob(b, "")
+	return append([]byte{byte(stored.codec)}, stored.data...), nil
+}
+
+// encodeDoc returns the stored document of e: the Email without its bodies.
+func encodeDoc(e Email) (string, error) {
+	e.Text, e.HTML = "", ""
+	d, err := json.Marshal(e)
+	if err != nil {
+		return "", fmt.Errorf("encode email: %w", err)
+	}
+	return string(d), nil
+}
+
+// decodeEmail reads a stored document and body back into an Email; a nil body
+// is a row whose bodies are in doc.
+func decodeEmail(doc string, body []byte) (Email, error) {
+	var e Email
+	if err := json.Unmarshal([]byte(doc), &e); err != nil {
+		return Email{}, fmt.Errorf("decode stored email: %w", err)
+	}
+	if len(body) == 0 {
+		return e, nil
+	}
+	b, err := decodeBlob(int(body[0]), body[1:])
+	if err != nil {
+		return Email{}, fmt.Errorf("decode stored email body: %w", err)
+	}
+	var sb storedBody
+	if err := json.Unmarshal(b, &sb); err != nil {
+		return Email{}, fmt.Errorf("decode stored email body: %w", err)
+	}
+	e.Text, e.HTML = sb.Text, sb.HTML
+	return e, nil
 }

@@ -36,7 +36,7 @@ func TestQuotaLockSerializesWriters(t *testing.T) {
 			targets := []Target{{Namespace: ns, Recipients: []string{"x@quota.localhost"}}}
 			p := parseMessage(raw)
 			r := buildRow(p, raw, Envelope{}, targets[0], start.Add(time.Duration(i)*time.Second))
-			r.bytes = newMessageBytes(raw, p, targets)
+			r.bytes, _ = newMessageBytes(raw, p, targets)
 			return r
 		}
 		store1 := func(tx *store.Tx, r *row) error {
@@ -135,7 +135,7 @@ func TestBlobSurvivesConcurrentDelete(t *testing.T) {
 		newRow := func() *row {
 			p := parseMessage(raw)
 			r := buildRow(p, raw, Envelope{}, targets[0], time.Now())
-			r.bytes = newMessageBytes(raw, p, targets)
+			r.bytes, _ = newMessageBytes(raw, p, targets)
 			return r
 		}
 		put := func(tx *store.Tx, r *row) error {

@@ -2,7 +2,6 @@ package inbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,16 +56,22 @@ type row struct {
 // from it, so they are not stored twice; a row that does not refers to the
 // attachments' own blobs.
 type messageBytes struct {
+	body        []byte   // text and html, as stored in emails.body
 	raw         *blob    // set when a target keeps the raw source
 	attachments []*blob  // set when a target does not
 	hashes      []string // SHA-256 of each attachment's bytes
 }
 
-// newMessageBytes hashes and compresses what the targets need, once per message
+// newMessageBytes encodes the bodies, and hashes and compresses what the targets
+// need, once per message
 // and outside the writer, so that compression runs in parallel on the senders'
 // goroutines and not in the group commit.
-func newMessageBytes(raw []byte, p parsed, targets []Target) *messageBytes {
-	mb := &messageBytes{hashes: make([]string, len(p.Attachments))}
+func newMessageBytes(raw []byte, p parsed, targets []Target) (*messageBytes, error) {
+	body, err := encodeBody(p.Text, p.HTML)
+	if err != nil {
+		return nil, err
+	}
+	mb := &messageBytes{body: body, hashes: make([]string, len(p.Attachments))}
 	for i, a := range p.Attachments {
 		mb.hashes[i] = contentHash(a.Data)
 	}
@@ -81,7 +86,7 @@ func newMessageBytes(raw []byte, p parsed, targets []Target) *messageBytes {
 			}
 		}
 	}
-	return mb
+	return mb, nil
 }
 
 type batchReq struct {
@@ -148,7 +153,10 @@ func (in *Ingester) Deliver(ctx context.Context, raw []byte, env Envelope, targe
 		return nil, errors.New("deliver: no target namespace")
 	}
 	p := parseMessage(raw)
-	mb := newMessageBytes(raw, p, targets)
+	mb, err := newMessageBytes(raw, p, targets)
+	if err != nil {
+		return nil, err
+	}
 	now := in.now()
 	rows := make([]*row, 0, len(targets))
 	for _, t := range targets {
@@ -354,15 +362,15 @@ func (r *row) blobs() []*blob {
 }
 
 func insertRow(ctx context.Context, tx *store.Tx, r *row) error {
-	doc, err := json.Marshal(r.email)
+	doc, err := encodeDoc(r.email)
 	if err != nil {
-		return fmt.Errorf("encode email: %w", err)
+		return err
 	}
 	var seq int64
-	err = tx.QueryRow(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+	err = tx.QueryRow(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc, body)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
 		r.email.ID, r.namespaceID, r.receivedMs, r.expiresMs, r.fromAddr, r.email.Subject, r.size,
-		r.env.ClientIP, r.env.Helo, r.env.MailFrom, string(doc)).Scan(&seq)
+		r.env.ClientIP, r.env.Helo, r.env.MailFrom, doc, r.bytes.body).Scan(&seq)
 	if err != nil {
 		return fmt.Errorf("insert email: %w", err)
 	}

@@ -3,7 +3,6 @@ package inbox
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -146,7 +145,7 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 		return res, nil
 	}
 	pageArgs := append(append([]any{}, args...), q.Limit, q.Offset)
-	rows, err := s.db.Query(ctx, "SELECT e.doc FROM emails e WHERE "+where+
+	rows, err := s.db.Query(ctx, "SELECT e.doc, e.body FROM emails e WHERE "+where+
 		" ORDER BY e.received_ms DESC, e.seq DESC LIMIT ? OFFSET ?", pageArgs...)
 	if err != nil {
 		return Result{}, fmt.Errorf("search emails: %w", err)
@@ -165,19 +164,16 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 
 func scanDoc(row interface{ Scan(...any) error }) (Email, error) {
 	var doc string
-	if err := row.Scan(&doc); err != nil {
+	var body []byte
+	if err := row.Scan(&doc, &body); err != nil {
 		return Email{}, err
 	}
-	var e Email
-	if err := json.Unmarshal([]byte(doc), &e); err != nil {
-		return Email{}, fmt.Errorf("decode stored email: %w", err)
-	}
-	return e, nil
+	return decodeEmail(doc, body)
 }
 
 // Latest returns the newest unexpired email of the namespace.
 func (s *Searcher) Latest(ctx context.Context, namespaceID string) (Email, error) {
-	e, err := scanDoc(s.db.QueryRow(ctx, `SELECT e.doc FROM emails e WHERE e.namespace_id = ? AND e.expires_ms > ?
+	e, err := scanDoc(s.db.QueryRow(ctx, `SELECT e.doc, e.body FROM emails e WHERE e.namespace_id = ? AND e.expires_ms > ?
 		ORDER BY e.received_ms DESC, e.seq DESC LIMIT 1`, namespaceID, s.now().UnixMilli()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Email{}, store.ErrNotFound
@@ -196,16 +192,17 @@ type StoredEmail struct {
 func (s *Searcher) ByID(ctx context.Context, id string) (StoredEmail, error) {
 	var se StoredEmail
 	var doc string
-	err := s.db.QueryRow(ctx, "SELECT namespace_id, expires_ms, doc FROM emails WHERE id = ? AND expires_ms > ?",
-		id, s.now().UnixMilli()).Scan(&se.NamespaceID, &se.ExpiresMs, &doc)
+	var body []byte
+	err := s.db.QueryRow(ctx, "SELECT namespace_id, expires_ms, doc, body FROM emails WHERE id = ? AND expires_ms > ?",
+		id, s.now().UnixMilli()).Scan(&se.NamespaceID, &se.ExpiresMs, &doc, &body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return StoredEmail{}, store.ErrNotFound
 	}
 	if err != nil {
 		return StoredEmail{}, fmt.Errorf("get email: %w", err)
 	}
-	if err := json.Unmarshal([]byte(doc), &se.Email); err != nil {
-		return StoredEmail{}, fmt.Errorf("decode stored email: %w", err)
+	if se.Email, err = decodeEmail(doc, body); err != nil {
+		return StoredEmail{}, err
 	}
 	return se, nil
 }

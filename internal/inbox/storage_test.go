@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -129,6 +131,20 @@ func TestStorageIsCompressedAndShared(t *testing.T) {
 		if n := count(t, db, "SELECT COUNT(*) FROM attachments WHERE length(data) > 0"); n != 0 {
 			t.Errorf("%d attachment rows still carry their bytes", n)
 		}
+		// The bodies are compressed beside a document without them.
+		var doc string
+		var body []byte
+		if err := db.QueryRow(ctx, "SELECT doc, body FROM emails WHERE id = ?", ids[0]).Scan(&doc, &body); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(doc, "lorem") || len(body) == 0 || body[0] != 1 || len(body) > 1000 {
+			t.Errorf("stored body: codec %v, %d bytes; doc carries the text: %v", body[:min(1, len(body))], len(body), strings.Contains(doc, "lorem"))
+		}
+		var em struct{ Data inbox.Email }
+		e.get(e.key, "/api/emails/"+ids[0], &em)
+		if !strings.HasPrefix(em.Data.Text, "lorem ipsum dolor sit amet lorem") || len(em.Data.Text) < 5000 {
+			t.Errorf("text read back: %d bytes", len(em.Data.Text))
+		}
 		// Every copy reads back exactly.
 		for _, id := range ids {
 			got := e.attachmentBytes(id)
@@ -185,11 +201,15 @@ func TestLegacyRowsStillRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := ids[0]
+		var before struct{ Data inbox.Email }
+		e.get(e.key, "/api/emails/"+id, &before)
+		full, _ := json.Marshal(before.Data)
 		// Turn the rows into the pre-migration form.
 		for _, s := range []struct {
 			q    string
 			args []any
 		}{
+			{"UPDATE emails SET doc = ?, body = NULL WHERE id = ?", []any{string(full), id}},
 			{"UPDATE raw_messages SET data = ?, blob_hash = NULL WHERE email_id = ?", []any{raw, id}},
 			{"UPDATE attachments SET data = ?, in_raw = FALSE, sha256 = '' WHERE email_id = ? AND filename = 'photo.jpg'", []any{random, id}},
 			{"UPDATE attachments SET data = ?, in_raw = FALSE, sha256 = '' WHERE email_id = ? AND filename = 'server.log'", []any{log, id}},
@@ -205,6 +225,9 @@ func TestLegacyRowsStillRead(t *testing.T) {
 		}
 		var em struct{ Data inbox.Email }
 		e.get(e.key, "/api/emails/"+id, &em)
+		if !reflect.DeepEqual(em.Data, before.Data) || !strings.HasPrefix(em.Data.Text, "lorem") {
+			t.Errorf("legacy document read back as %+v", em.Data)
+		}
 		var r rawSourceResp
 		e.get(e.key, rawSourcePath("default", id, em.Data.ReceivedTimestamp), &r)
 		if resp, body := fetch(t, r.Data.DownloadURL); resp.StatusCode != 200 || !bytes.Equal(body, raw) {

@@ -11,6 +11,11 @@ CREATE TABLE blobs (
     data  {{blob}} NOT NULL
 );
 
+-- An email's text and html bodies, apart from its JSON document (doc): one codec
+-- byte (0 or 1, as above), then {"text", "html"} as JSON. NULL for rows written
+-- before this migration, whose bodies are in doc.
+ALTER TABLE emails ADD COLUMN body {{blob}};
+
 -- Rows written before this migration keep their bytes, uncompressed, in their own
 -- data column and have no blob_hash; they are read as they are until retention
 -- deletes them. New rows leave data empty.
