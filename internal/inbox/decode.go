@@ -103,6 +103,19 @@ func headerEnd(msg []byte) int {
 	return len(msg)
 }
 
+// bodyStart returns the offset of msg's body, after the blank line that ends the
+// header block (len(msg) when there is none).
+func bodyStart(msg []byte) int {
+	i := headerEnd(msg)
+	if i < len(msg) && msg[i] == '\r' {
+		i++
+	}
+	if i < len(msg) && msg[i] == '\n' {
+		i++
+	}
+	return i
+}
+
 // utf8Headers returns raw with its top-level header block converted to UTF-8 when
 // the block holds 8-bit bytes that are not UTF-8 (RFC 6532 allows UTF-8 there;
 // older mailers send their own charset). Lines that are UTF-8 already are left as

@@ -96,23 +96,25 @@ func parseMessage(raw []byte) parsed {
 		}
 		p.Headers[name] = truncate(v, maxHeaderValue)
 	}
-	var textParts []*enmime.Part
-	if isMultipart(env.Root) {
-		textParts = p.readParts(env.Root)
-	} else {
+	switch {
+	case isMultipart(env.Root) && env.Root.FirstChild == nil:
+		// A multipart message in which no boundary was found: its body is all
+		// there is, and is kept as text.
+		p.Text = cleanBody(string(src[bodyStart(src):]))
+	case isMultipart(env.Root):
+		p.readParts(env.Root)
+	default:
 		// A single-part message: enmime has already decided whether it is a body
 		// (and found an HTML part's charset in its meta tag when none was declared).
 		p.Text, p.HTML = cleanBody(env.Text), cleanBody(env.HTML)
 		for _, part := range env.Attachments {
-			textParts = p.addPart(part, false, textParts)
+			p.addPart(part, false)
 		}
 		for _, part := range env.Inlines {
-			textParts = p.addPart(part, true, textParts)
+			p.addPart(part, true)
 		}
 	}
-	if len(textParts) > 0 {
-		p.restoreTextAttachments(src, textParts)
-	}
+	p.restoreTextAttachments(src)
 	return p
 }
 
@@ -127,33 +129,34 @@ func isMultipart(part *enmime.Part) bool {
 // multipart/alternative message, where only the first of each kind is the body.
 // Every other leaf part is an attachment or inline part, so nothing that was sent
 // is lost (a text/calendar alternative, a delivery report, a forwarded message).
-// It returns the attachments whose bytes enmime converted as text (see
-// restoreTextAttachments).
-func (p *parsed) readParts(root *enmime.Part) []*enmime.Part {
+// A part without a Content-Type is text/plain (RFC 2045 section 5.2).
+func (p *parsed) readParts(root *enmime.Part) {
 	alternative := root.ContentType == "multipart/alternative"
 	var texts, htmls []string
-	var textParts []*enmime.Part
 	leaves := root.DepthMatchAll(func(q *enmime.Part) bool {
 		return q.FirstChild == nil && !strings.HasPrefix(q.ContentType, "multipart/")
 	})
 	for _, part := range leaves {
 		body := part.Disposition != "attachment" && part.FileName == ""
+		ct := part.ContentType
+		if ct == "" {
+			ct = "text/plain"
+		}
 		switch {
-		case body && part.ContentType == "text/plain" && (!alternative || len(texts) == 0):
+		case body && ct == "text/plain" && (!alternative || len(texts) == 0):
 			texts = append(texts, string(part.Content))
-		case body && part.ContentType == "text/html" && (!alternative || len(htmls) == 0):
+		case body && ct == "text/html" && (!alternative || len(htmls) == 0):
 			htmls = append(htmls, string(part.Content))
 		case len(part.Content) == 0 && part.FileName == "" && part.ContentID == "":
 			// An empty part that names nothing: a broken boundary's leftovers.
 		default:
 			inline := part.Disposition == "inline" || (part.Disposition == "" && part.ContentID != "")
-			textParts = p.addPart(part, inline, textParts)
+			p.addPart(part, inline)
 		}
 	}
 	// enmime's separator between text parts, kept so bodies read as before.
 	p.Text = cleanBody(strings.Join(texts, "\n--\n"))
 	p.HTML = cleanBody(strings.Join(htmls, "\n"))
-	return textParts
 }
 
 // partFilename is the part's file name. enmime replaces the bytes of a raw 8-bit
@@ -172,12 +175,10 @@ func partFilename(part *enmime.Part) string {
 	return cleanFilename(name, part.Charset)
 }
 
-// addPart records one attachment or inline part. Parts of a text type are also
-// appended to textParts: enmime converted their bytes to UTF-8, and the sender's
-// bytes are restored from the source afterwards.
-func (p *parsed) addPart(part *enmime.Part, inline bool, textParts []*enmime.Part) []*enmime.Part {
+// addPart records one attachment or inline part.
+func (p *parsed) addPart(part *enmime.Part, inline bool) {
 	if len(p.Attachments) >= maxAttachments {
-		return textParts
+		return
 	}
 	ct := strings.ToLower(part.ContentType)
 	if ct == "" {
@@ -201,10 +202,6 @@ func (p *parsed) addPart(part *enmime.Part, inline bool, textParts []*enmime.Par
 		Data:        part.Content,
 		partID:      part.PartID,
 	})
-	if strings.HasPrefix(ct, "text/") {
-		textParts = append(textParts, part)
-	}
-	return textParts
 }
 
 // rawParser reads the same part tree as parser without decoding anything, so that
@@ -213,10 +210,18 @@ func (p *parsed) addPart(part *enmime.Part, inline bool, textParts []*enmime.Par
 var rawParser = enmime.NewParser(enmime.RawContent(true), enmime.SkipMalformedParts(true),
 	enmime.DisableTextConversion(true), enmime.DisableCharacterDetection(true))
 
-// restoreTextAttachments replaces the converted bytes of text-typed attachments
-// (a CSV in Windows-1252, an iCalendar file) with their transfer-decoded bytes,
-// unconverted. The second parse happens only for messages that have such parts.
-func (p *parsed) restoreTextAttachments(src []byte, textParts []*enmime.Part) {
+// restoreTextAttachments replaces the bytes of text-typed attachments (a CSV in
+// Windows-1252, an iCalendar file), which enmime converted to UTF-8, with their
+// transfer-decoded bytes, unconverted. The second parse happens only for messages
+// that have such parts.
+func (p *parsed) restoreTextAttachments(src []byte) {
+	need := false
+	for _, a := range p.Attachments {
+		need = need || strings.HasPrefix(a.ContentType, "text/")
+	}
+	if !need {
+		return
+	}
 	root, err := rawParser.ReadParts(bytes.NewReader(src))
 	if err != nil || root == nil {
 		return

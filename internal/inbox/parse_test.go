@@ -104,6 +104,17 @@ func TestParseBrokenMail(t *testing.T) {
 			t.Errorf("%s: stored document not clean UTF-8: %s", name, doc)
 		}
 	}
+	// A multipart message in which no boundary appears keeps its body as text; a
+	// part without headers is text/plain (RFC 2045 section 5.2).
+	for raw, want := range map[string]string{
+		"Content-Type: multipart/mixed; boundary=xyz\r\n\r\nno boundary at all\r\n":                      "no boundary at all\r\n",
+		"Content-Type: multipart/mixed; boundary=xyz\n\nlf only\n":                                       "lf only\n",
+		"Content-Type: multipart/mixed; boundary=xyz\r\n\r\n--xyz\r\n\r\nno part headers\r\n--xyz--\r\n": "no part headers",
+	} {
+		if p := parseMessage([]byte(raw)); p.Text != want || len(p.Attachments) != 0 {
+			t.Errorf("%q: text %q, %d attachments; want %q", raw, p.Text, len(p.Attachments), want)
+		}
+	}
 	p := parseMessage([]byte("From: not an address <<<\r\nSubject: broken\r\n\r\nbody\r\n"))
 	if p.Subject != "broken" || !strings.Contains(p.Text, "body") {
 		t.Errorf("broken address lost the rest: %+v", p)
