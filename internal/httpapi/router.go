@@ -25,6 +25,9 @@ type Deps struct {
 	SMTPEndpoint tenant.SMTPEndpoint
 	// Extra registers further key-protected routes (features wired by the server).
 	Extra []func(chi.Router)
+	// Public registers routes that authenticate by other means (provider
+	// webhooks with their own signatures).
+	Public []func(chi.Router)
 }
 
 // NewRouter returns the HTTP handler of the whole API.
@@ -44,6 +47,9 @@ func NewRouter(d Deps) http.Handler {
 	r.Get("/api/openapi.yaml", serveOpenAPI)
 	// Signed links: no API key, the signature is the credential.
 	d.Inbox.DownloadRoutes(r)
+	for _, f := range d.Public {
+		f(r)
+	}
 
 	r.Group(func(r chi.Router) {
 		r.Use(d.Tenants.RequireKey)

@@ -24,6 +24,7 @@ import (
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/smtpd"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -143,11 +144,20 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 		WaitHold:  cfg.WaitHold,
 		Degraded:  degraded,
 	}
+	smsAPI := &sms.API{
+		Service:         sms.NewService(db, notifier, cfg.SMSRetention),
+		Notifier:        notifier,
+		WaitHold:        cfg.WaitHold,
+		Degraded:        degraded,
+		TwilioAuthToken: cfg.TwilioAuthToken,
+		PublicURL:       func() string { return publicURL },
+	}
 	router := httpapi.NewRouter(httpapi.Deps{
 		Tenants:      tenants,
 		Inbox:        api,
 		SMTPEndpoint: func() (string, int) { return smtpHost, smtpPort },
-		Extra:        []func(chi.Router){totp.NewService(db, key).Routes},
+		Extra:        []func(chi.Router){totp.NewService(db, key).Routes, smsAPI.Routes},
+		Public:       []func(chi.Router){smsAPI.PublicRoutes},
 	})
 	httpSrv := httpapi.NewHTTPServer(router, cfg.WaitHold)
 
@@ -189,6 +199,15 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 		defer wg.Done()
 		inbox.RunReaper(ctx, db, cfg.ReaperInterval, func(ctx context.Context, run func(context.Context) error) error {
 			_, err := db.RunExclusive(ctx, "reaper", run)
+			return err
+		})
+	}()
+
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sms.RunReaper(ctx, db, cfg.ReaperInterval, func(ctx context.Context, run func(context.Context) error) error {
+			_, err := db.RunExclusive(ctx, "sms-reaper", run)
 			return err
 		})
 	}()
