@@ -1,9 +1,12 @@
 // Package inbox is the inbound half of Catchbox: it turns a received message into
-// the seed's Email resource (ingest), stores it durably with group commit, finds it
-// again (search, wait, latest, by id), serves its attachments through signed
-// links, and deletes it when its namespace's retention runs out (reaper).
+// the seed's Email resource (ingest), stores it durably with group commit and
+// compactly (content-addressed, compressed blobs), finds it again (search, wait,
+// latest, by id), serves its attachments and raw source through signed links,
+// shares it through signed tokens, and deletes it when its namespace's retention
+// runs out (reaper) or its quota overflows (at ingest).
 //
-// docs/flow.md follows one message through this package.
+// docs/flow.md follows one message through this package; docs/inbox.md covers raw
+// source, share links, settings, storage and how MIME is read.
 package inbox
 
 // Address is the seed's EmailAddress.
