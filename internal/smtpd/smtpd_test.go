@@ -243,9 +243,9 @@ func (h *harness) recipients(emailID string) []string {
 
 func (h *harness) rawSource(emailID string) []byte {
 	h.t.Helper()
-	var data []byte
-	if err := h.db.QueryRow(context.Background(), "SELECT data FROM raw_messages WHERE email_id = ?", emailID).Scan(&data); err != nil {
-		h.t.Fatalf("query raw message: %v", err)
+	data, err := inbox.NewSearcher(h.db).RawMessage(context.Background(), emailID)
+	if err != nil {
+		h.t.Fatalf("read raw message: %v", err)
 	}
 	return data
 }
