@@ -147,7 +147,7 @@ func (s *Service) UpsertSettingsHandler(w http.ResponseWriter, r *http.Request) 
 	n, err := s.UpsertNamespace(r.Context(), OrgFrom(r.Context()).ID, name, st)
 	switch {
 	case errors.Is(err, ErrNamespaceName):
-		return &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_namespace", Message: "namespace " + err.Error(),
+		return &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_namespace", Message: "namespace " + quoteName(name) + " is not valid: " + err.Error(),
 			Fields: []httpx.FieldError{{Field: "namespace", Detail: err.Error()}}}
 	case errors.Is(err, ErrReserved):
 		return &httpx.Error{Status: http.StatusBadRequest, Code: "namespace_reserved", Message: "namespace " + quoteName(name) + " is reserved",

@@ -142,8 +142,9 @@ func TestNamespaceSettings(t *testing.T) {
 			t.Fatalf("partial update %+v", ns)
 		}
 		var errBody struct {
-			Code   string `json:"code"`
-			Errors []struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Errors  []struct {
 				Field string `json:"field"`
 			} `json:"errors"`
 		}
@@ -171,6 +172,11 @@ func TestNamespaceSettings(t *testing.T) {
 			if c.field != "" && (len(errBody.Errors) != 1 || errBody.Errors[0].Field != c.field) {
 				t.Errorf("%s %s: errors %+v, want field %s", c.path, c.body, errBody.Errors, c.field)
 			}
+		}
+		// The message names the namespace once, then the rule.
+		e.do("POST", e.key, "/api/namespace/-bad-/settings", `{}`, &errBody)
+		if want := `namespace "-bad-" is not valid: namespace names are 1 to 63 characters of a-z, 0-9 and '-', not starting or ending with '-'`; errBody.Message != want {
+			t.Errorf("invalid_namespace message %q, want %q", errBody.Message, want)
 		}
 		// Another organisation cannot take or change the name.
 		if code := e.do("POST", e.otherKey, "/api/namespace/my-inbox/settings", `{}`, &errBody); code != 409 || errBody.Code != "namespace_taken" {
