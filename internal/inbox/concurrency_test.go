@@ -47,7 +47,8 @@ func TestQuotaLockSerializesWriters(t *testing.T) {
 			if err := putBlobs(ctx, tx, blobs); err != nil {
 				return err
 			}
-			return insertRow(ctx, tx, r)
+			_, err := insertRow(ctx, tx, r)
+			return err
 		}
 		nowMs := start.Add(time.Minute).UnixMilli()
 		for i := 1; i <= 2; i++ {
@@ -142,7 +143,8 @@ func TestBlobSurvivesConcurrentDelete(t *testing.T) {
 			if err := putBlobs(ctx, tx, map[string]*blob{r.bytes.raw.hash: r.bytes.raw}); err != nil {
 				return err
 			}
-			return insertRow(ctx, tx, r)
+			_, err := insertRow(ctx, tx, r)
+			return err
 		}
 		old := newRow()
 		if err := db.InTx(ctx, func(tx *store.Tx) error { return put(tx, old) }); err != nil {

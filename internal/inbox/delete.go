@@ -40,6 +40,9 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 		return err
 	}
 	sort.Strings(hashes)
+	if err := subtractCounts(ctx, tx, seqs); err != nil {
+		return err
+	}
 	if tx.Dialect() == store.Postgres {
 		if err := eachChunk(hashes, func(part []any) error {
 			_, err := tx.Exec(ctx, "SELECT hash FROM blobs WHERE hash IN "+placeholders(len(part))+" ORDER BY hash FOR UPDATE", part...)
@@ -71,6 +74,50 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 		return fmt.Errorf("delete unreferenced blobs: %w", err)
 	}
 	return nil
+}
+
+// deleteShard is the namespace_counts shard deletions subtract from.
+const deleteShard = -1
+
+// addCounts adds each namespace's number of new emails to the writer's shard of
+// namespace_counts.
+func addCounts(ctx context.Context, tx *store.Tx, shard int, added map[string]int64) error {
+	ids := make([]string, 0, len(added))
+	for id := range added {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // a fixed lock order on PostgreSQL
+	for _, id := range ids {
+		if _, err := tx.Exec(ctx, `INSERT INTO namespace_counts (namespace_id, shard, emails) VALUES (?, ?, ?)
+			ON CONFLICT (namespace_id, shard) DO UPDATE SET emails = namespace_counts.emails + excluded.emails`,
+			id, shard, added[id]); err != nil {
+			return fmt.Errorf("count emails: %w", err)
+		}
+	}
+	return nil
+}
+
+// subtractCounts takes the emails about to be deleted off their namespaces' counts.
+func subtractCounts(ctx context.Context, tx *store.Tx, seqs []any) error {
+	rows, err := tx.Query(ctx, "SELECT namespace_id, COUNT(*) FROM emails WHERE seq IN "+placeholders(len(seqs))+" GROUP BY namespace_id", seqs...)
+	if err != nil {
+		return fmt.Errorf("count deleted emails: %w", err)
+	}
+	removed := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		removed[id] = -n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return addCounts(ctx, tx, deleteShard, removed)
 }
 
 // selectEmails runs a query returning (seq, id) rows in the transaction.

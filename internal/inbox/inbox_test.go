@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -545,3 +546,86 @@ func TestMessageToTwoNamespacesIsStoredInEach(t *testing.T) {
 		}
 	})
 }
+
+// Concurrent deliveries are committed in shared batches; every email of every
+// batch must be findable by substring.
+func TestSubstringSearchAfterConcurrentDelivery(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		const n = 60
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				m := msg{from: fmt.Sprintf("sender%03d@example.com", i), to: fmt.Sprintf("rcpt%03d@default.localhost", i),
+					subject: fmt.Sprintf("batch token zq%03dx", i), body: "x"}
+				if _, err := e.ingester.Deliver(context.Background(), m.raw(), inbox.Envelope{}, []inbox.Target{{Namespace: e.ns, Recipients: []string{m.to}}}); err != nil {
+					t.Error(err)
+				}
+			}(i)
+		}
+		wg.Wait()
+		for i := 0; i < n; i++ {
+			for _, q := range []string{
+				fmt.Sprintf("subject_includes=zq%03dx", i),
+				fmt.Sprintf("from_addr_includes=sender%03d@", i),
+				fmt.Sprintf("to_addr_prefix=rcpt%03d@", i),
+			} {
+				var r searchResp
+				e.get(e.key, "/api/emails/default/inbox?"+q, &r)
+				if r.TotalCount != 1 {
+					t.Errorf("%s: total_count %d, want 1", q, r.TotalCount)
+				}
+			}
+		}
+	})
+}
+
+// An unfiltered search's total_count is read from counters; it must always equal
+// a real count of the namespace's unexpired emails.
+func TestUnfilteredTotalMatchesCount(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		org, _ := e.tenants.OrgByName(ctx, "default")
+		quota := 5
+		small, err := e.tenants.CreateNamespace(ctx, org.ID, "small", tenant.Settings{QuotaLimit: &quota, RetentionTime: ptr(600)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		check := func(step string, ns tenant.Namespace) {
+			t.Helper()
+			var want int
+			db.QueryRow(ctx, "SELECT COUNT(*) FROM emails WHERE namespace_id = ? AND expires_ms > ?", ns.ID, e.clock.Load()).Scan(&want)
+			var r searchResp
+			e.get(e.key, "/api/emails/"+ns.Name+"/inbox", &r)
+			if r.TotalCount != want {
+				t.Fatalf("%s: total_count %d, real count %d", step, r.TotalCount, want)
+			}
+		}
+		for i := 0; i < 8; i++ {
+			e.clock.Store(start.Add(time.Duration(i) * time.Second).UnixMilli())
+			e.deliver(small, msg{from: "a@b.c", to: "x@small.localhost", subject: fmt.Sprintf("m%d", i), body: "x"})
+			e.deliver(e.ns, msg{from: "a@b.c", to: "x@default.localhost", subject: fmt.Sprintf("d%d", i), body: "x"})
+			check(fmt.Sprintf("after delivery %d", i), small)
+		}
+		check("default", e.ns)
+		// Past the small namespace's retention, before and after the reaper.
+		e.clock.Store(start.Add(604 * time.Second).UnixMilli())
+		check("expired, not reaped", small)
+		if _, err := inbox.Reap(ctx, db, time.UnixMilli(e.clock.Load())); err != nil {
+			t.Fatal(err)
+		}
+		check("reaped", small)
+		check("default after reaping", e.ns)
+		var r searchResp
+		e.get(e.key, "/api/emails/small/inbox", &r)
+		// The quota kept m3..m7; at 604 s those received at 3 s and 4 s have expired.
+		if r.TotalCount != 3 {
+			t.Fatalf("total_count %d, want 3 (m5, m6, m7)", r.TotalCount)
+		}
+	})
+}
+

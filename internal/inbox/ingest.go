@@ -127,7 +127,7 @@ func NewIngester(db *store.DB, n notify.Notifier) *Ingester {
 	}
 	for i := 0; i < writers; i++ {
 		in.writers.Add(1)
-		go in.writeLoop()
+		go in.writeLoop(i)
 	}
 	return in
 }
@@ -251,7 +251,8 @@ func buildRow(p parsed, raw []byte, env Envelope, t Target, now time.Time) *row 
 	return r
 }
 
-func (in *Ingester) writeLoop() {
+// writeLoop commits batches; shard is the writer's own row in namespace_counts.
+func (in *Ingester) writeLoop(shard int) {
 	defer in.writers.Done()
 	for first := range in.reqs {
 		batch := []*batchReq{first}
@@ -270,7 +271,7 @@ func (in *Ingester) writeLoop() {
 				break drain
 			}
 		}
-		in.commitBatch(batch)
+		in.commitBatch(batch, shard)
 	}
 }
 
@@ -284,11 +285,11 @@ func rowsBytes(rows []*row) int64 {
 
 // commitBatch stores a batch in one transaction. If that fails, each request is
 // retried alone so that one bad message cannot fail the others.
-func (in *Ingester) commitBatch(batch []*batchReq) {
-	err := in.safeInsert(batch)
+func (in *Ingester) commitBatch(batch []*batchReq, shard int) {
+	err := in.safeInsert(batch, shard)
 	if err != nil && len(batch) > 1 {
 		for _, req := range batch {
-			in.finish([]*batchReq{req}, in.safeInsert([]*batchReq{req}))
+			in.finish([]*batchReq{req}, in.safeInsert([]*batchReq{req}, shard))
 		}
 		return
 	}
@@ -316,7 +317,7 @@ func (in *Ingester) finish(batch []*batchReq, err error) {
 	}
 }
 
-func (in *Ingester) safeInsert(batch []*batchReq) (err error) {
+func (in *Ingester) safeInsert(batch []*batchReq, shard int) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic while storing mail: %v", p)
@@ -327,27 +328,39 @@ func (in *Ingester) safeInsert(batch []*batchReq) (err error) {
 	return in.db.InTx(ctx, func(tx *store.Tx) error {
 		blobs := map[string]*blob{}
 		var nsIDs []string
-		seenNS := map[string]bool{}
+		added := map[string]int64{}
 		for _, req := range batch {
 			for _, r := range req.rows {
 				for _, b := range r.blobs() {
 					blobs[b.hash] = b
 				}
-				if !seenNS[r.namespaceID] {
-					seenNS[r.namespaceID] = true
+				if added[r.namespaceID] == 0 {
 					nsIDs = append(nsIDs, r.namespaceID)
 				}
+				added[r.namespaceID]++
 			}
 		}
 		if err := putBlobs(ctx, tx, blobs); err != nil {
 			return err
 		}
+		first, last := int64(-1), int64(-1)
 		for _, req := range batch {
 			for _, r := range req.rows {
-				if err := insertRow(ctx, tx, r); err != nil {
+				seq, err := insertRow(ctx, tx, r)
+				if err != nil {
 					return err
 				}
+				if first < 0 {
+					first = seq
+				}
+				last = seq
 			}
+		}
+		if err := indexBatch(ctx, tx, first, last); err != nil {
+			return err
+		}
+		if err := addCounts(ctx, tx, shard, added); err != nil {
+			return err
 		}
 		return enforceQuotas(ctx, tx, nsIDs, in.now().UnixMilli())
 	})
@@ -361,10 +374,11 @@ func (r *row) blobs() []*blob {
 	return r.bytes.attachments
 }
 
-func insertRow(ctx context.Context, tx *store.Tx, r *row) error {
+// insertRow inserts one email and what belongs to it, and returns its seq.
+func insertRow(ctx context.Context, tx *store.Tx, r *row) (int64, error) {
 	doc, err := encodeDoc(r.email)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var seq int64
 	err = tx.QueryRow(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc, body)
@@ -372,7 +386,7 @@ func insertRow(ctx context.Context, tx *store.Tx, r *row) error {
 		r.email.ID, r.namespaceID, r.receivedMs, r.expiresMs, r.fromAddr, r.email.Subject, r.size,
 		r.env.ClientIP, r.env.Helo, r.env.MailFrom, doc, r.bytes.body).Scan(&seq)
 	if err != nil {
-		return fmt.Errorf("insert email: %w", err)
+		return 0, fmt.Errorf("insert email: %w", err)
 	}
 	if len(r.recipients) > 0 {
 		var b strings.Builder
@@ -386,7 +400,7 @@ func insertRow(ctx context.Context, tx *store.Tx, r *row) error {
 			args = append(args, r.namespaceID, a, seq)
 		}
 		if _, err := tx.Exec(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("insert recipients: %w", err)
+			return 0, fmt.Errorf("insert recipients: %w", err)
 		}
 	}
 	for i, a := range r.attachments {
@@ -398,15 +412,15 @@ func insertRow(ctx context.Context, tx *store.Tx, r *row) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO attachments (id, email_id, position, filename, content_type, content_id, inline, size, data, blob_hash, sha256, in_raw)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sum.ID, r.email.ID, i, sum.Filename, sum.ContentType, a.ContentID, a.Inline, sum.Size,
 			[]byte{}, blobHash, r.bytes.hashes[i], r.keepRaw); err != nil {
-			return fmt.Errorf("insert attachment: %w", err)
+			return 0, fmt.Errorf("insert attachment: %w", err)
 		}
 	}
 	if r.keepRaw {
 		if _, err := tx.Exec(ctx, "INSERT INTO raw_messages (email_id, data, blob_hash) VALUES (?, ?, ?)", r.email.ID, []byte{}, r.bytes.raw.hash); err != nil {
-			return fmt.Errorf("insert raw message: %w", err)
+			return 0, fmt.Errorf("insert raw message: %w", err)
 		}
 	}
-	return nil
+	return seq, nil
 }
 
 func nonNil(b []byte) []byte {

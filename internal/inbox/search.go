@@ -77,9 +77,23 @@ func ftsPhrase(s string) string {
 }
 
 // where builds the shared WHERE clause of the page and count queries.
-func (s *Searcher) where(q Query) (string, []any) {
+//
+// With drive set (SQLite only), the namespace and expiry terms are written so
+// that SQLite cannot use an index for them (a unary +): the plan then starts from
+// the filter's subquery and fetches the few matching rows by seq, instead of
+// walking every index entry of the namespace and probing the subquery for each.
+func (s *Searcher) where(q Query, drive bool) (string, []any) {
 	now := s.now().UnixMilli()
 	conds := []string{"e.namespace_id = ?", "e.expires_ms > ?"}
+	switch {
+	case drive:
+		conds = []string{"+e.namespace_id = ?", "+e.expires_ms > ?"}
+	case s.db.Dialect == store.SQLite:
+		// The expiry is checked on emails_ns_time's entries, never sought through
+		// emails_ns_expiry: that index would return the namespace unordered and
+		// SQLite would sort all of it for one page.
+		conds = []string{"e.namespace_id = ?", "+e.expires_ms > ?"}
+	}
 	args := []any{q.NamespaceID, now}
 	if q.FromTimestamp != nil {
 		conds = append(conds, "e.received_ms >= ?")
@@ -90,13 +104,15 @@ func (s *Searcher) where(q Query) (string, []any) {
 		args = append(args, *q.ToTimestamp*1000+999)
 	}
 	if q.ToAddrPrefix != "" {
+		// Driven from the recipients' primary key (namespace_id, addr, email_seq):
+		// a range scan over the matching addresses only.
 		p := strings.ToLower(q.ToAddrPrefix)
 		if hi, ok := prefixUpperBound(p); ok {
-			conds = append(conds, "EXISTS (SELECT 1 FROM email_recipients r WHERE r.namespace_id = e.namespace_id AND r.email_seq = e.seq AND r.addr >= ? AND r.addr < ?)")
-			args = append(args, p, hi)
+			conds = append(conds, "e.seq IN (SELECT r.email_seq FROM email_recipients r WHERE r.namespace_id = ? AND r.addr >= ? AND r.addr < ?)")
+			args = append(args, q.NamespaceID, p, hi)
 		} else {
-			conds = append(conds, "EXISTS (SELECT 1 FROM email_recipients r WHERE r.namespace_id = e.namespace_id AND r.email_seq = e.seq AND r.addr >= ?)")
-			args = append(args, p)
+			conds = append(conds, "e.seq IN (SELECT r.email_seq FROM email_recipients r WHERE r.namespace_id = ? AND r.addr >= ?)")
+			args = append(args, q.NamespaceID, p)
 		}
 	}
 	if q.SubjectIncludes != "" {
@@ -132,12 +148,75 @@ func (s *Searcher) substring(column, needle string) (string, []any) {
 		[]any{column + ": " + ftsPhrase(lower)}
 }
 
+// unfiltered reports whether q selects the whole namespace.
+func unfiltered(q Query) bool {
+	return q.FromTimestamp == nil && q.ToTimestamp == nil && q.ToAddrPrefix == "" &&
+		q.FromAddrIncludes == "" && q.SubjectIncludes == ""
+}
+
+// driveThreshold is the namespace size above which a substring search on SQLite
+// starts from the trigram index rather than from the namespace's rows.
+const driveThreshold = 5000
+
+// driveBySubquery decides, on SQLite, whether the plan should start from the
+// filter's subquery (see where). A to_addr_prefix subquery is bounded by the
+// namespace, so it always leads. The trigram index spans every namespace, so a
+// substring leads only in a namespace large enough that walking its rows costs
+// more than looking up the index's candidates.
+func (s *Searcher) driveBySubquery(ctx context.Context, q Query) (bool, error) {
+	if s.db.Dialect != store.SQLite {
+		return false, nil // PostgreSQL plans from its statistics
+	}
+	if q.ToAddrPrefix != "" {
+		return true, nil
+	}
+	long := func(f string) bool { return utf8.RuneCountInString(f) >= minTrigram }
+	if !long(q.SubjectIncludes) && !long(q.FromAddrIncludes) {
+		return false, nil
+	}
+	var n int64
+	if err := s.db.QueryRow(ctx, "SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?", q.NamespaceID).Scan(&n); err != nil {
+		return false, fmt.Errorf("size of namespace: %w", err)
+	}
+	return n > driveThreshold, nil
+}
+
+// indexBatch adds the emails with seq in [first, last] (one committed batch; the
+// SQLite writer is alone, so the range holds nothing else) to the SQLite FTS5
+// index in one statement, so FTS5 flushes once per batch instead of once per
+// email. PostgreSQL's trigram indexes update with each row and need nothing.
+func indexBatch(ctx context.Context, tx *store.Tx, first, last int64) error {
+	if tx.Dialect() != store.SQLite || first < 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO emails_fts (rowid, subject, from_addr)
+		SELECT seq, subject, from_addr FROM emails WHERE seq BETWEEN ? AND ?`, first, last)
+	if err != nil {
+		return fmt.Errorf("index emails for search: %w", err)
+	}
+	return nil
+}
+
 // Search returns one page of matching emails, newest first, and the total count.
 // Expired emails are never returned, even before the reaper deletes them.
 func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
-	where, args := s.where(q)
+	drive, err := s.driveBySubquery(ctx, q)
+	if err != nil {
+		return Result{}, err
+	}
+	where, args := s.where(q, drive)
 	var res Result
-	if err := s.db.QueryRow(ctx, "SELECT COUNT(*) FROM emails e WHERE "+where, args...).Scan(&res.Total); err != nil {
+	if unfiltered(q) {
+		// Read from namespace_counts rather than counted: constant time however
+		// large the namespace. Emails past their expiry that the reaper has not
+		// deleted yet are taken off through the emails_ns_expiry index.
+		err = s.db.QueryRow(ctx, `SELECT (SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?)
+			- (SELECT COUNT(*) FROM emails WHERE namespace_id = ? AND expires_ms <= ?)`,
+			q.NamespaceID, q.NamespaceID, s.now().UnixMilli()).Scan(&res.Total)
+	} else {
+		err = s.db.QueryRow(ctx, "SELECT COUNT(*) FROM emails e WHERE "+where, args...).Scan(&res.Total)
+	}
+	if err != nil {
 		return Result{}, fmt.Errorf("count emails: %w", err)
 	}
 	if res.Total == 0 || q.Offset >= res.Total {
