@@ -628,4 +628,3 @@ func TestUnfilteredTotalMatchesCount(t *testing.T) {
 		}
 	})
 }
-
