@@ -628,3 +628,42 @@ func TestUnfilteredTotalMatchesCount(t *testing.T) {
 		}
 	})
 }
+
+// A held search whose re-checks fail (the database restarting) keeps its hold and
+// ends in the usual 307, rather than answering 500.
+func TestHoldSurvivesFailingRechecks(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.api.WaitHold = 1500 * time.Millisecond
+		e.api.Degraded = func() bool { return true } // re-check every RecheckInterval
+		type result struct {
+			status int
+			err    error
+		}
+		done := make(chan result, 1)
+		go func() {
+			req, _ := http.NewRequest("GET", e.srv.URL+"/api/emails/default/inbox?wait=true&subject_includes=never", nil)
+			req.Header.Set("X-Api-Key", e.key)
+			client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, err := client.Do(req)
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			resp.Body.Close()
+			done <- result{status: resp.StatusCode}
+		}()
+		waitForWaiters(t, e)
+		ctx := context.Background()
+		if _, err := db.Exec(ctx, "ALTER TABLE emails RENAME TO emails_away"); err != nil {
+			t.Fatal(err)
+		}
+		res := <-done
+		if _, err := db.Exec(ctx, "ALTER TABLE emails_away RENAME TO emails"); err != nil {
+			t.Fatal(err)
+		}
+		if res.err != nil || res.status != http.StatusTemporaryRedirect {
+			t.Fatalf("held search with failing re-checks answered %d (%v), want 307", res.status, res.err)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package sms
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -309,8 +310,17 @@ func (a *API) hold(ctx context.Context, sub *notify.Subscription, q Query) (Resu
 			}
 		}
 		res, err := a.Service.Search(ctx, q)
-		if err != nil || res.Total > 0 {
-			return res, err
+		if err != nil {
+			// A re-check that fails (the database restarting, say) is "not yet":
+			// the request keeps its hold and ends in the usual redirect.
+			if ctx.Err() != nil {
+				return Result{}, ctx.Err()
+			}
+			slog.Warn("Re-checking a held search failed; still holding", "err", err)
+			continue
+		}
+		if res.Total > 0 {
+			return res, nil
 		}
 	}
 }
