@@ -51,7 +51,7 @@ type Serve struct {
 	SMTPMaxRecipients   int           `name:"smtp-max-recipients" env:"CATCHBOX_SMTP_MAX_RECIPIENTS" default:"100" help:"Most RCPT TO per message."`
 	SMTPMaxConnections  int           `name:"smtp-max-connections" env:"CATCHBOX_SMTP_MAX_CONNECTIONS" default:"500" help:"Most SMTP connections open at once; more are answered 421."`
 	SMTPIdleTimeout     time.Duration `name:"smtp-idle-timeout" env:"CATCHBOX_SMTP_IDLE_TIMEOUT" default:"60s" help:"An SMTP connection idle this long is closed."`
-	SMTPMaxCommands     int           `name:"smtp-max-commands" env:"CATCHBOX_SMTP_MAX_COMMANDS" default:"1000" help:"Most commands on one SMTP connection before it is closed."`
+	SMTPMaxCommands     int           `name:"smtp-max-commands" env:"CATCHBOX_SMTP_MAX_COMMANDS" default:"20000" help:"Most commands on one SMTP connection before it is closed (a message takes three or more)."`
 
 	RetentionMax   time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention_time a namespace may set."`
 	ReaperInterval time.Duration `name:"reaper-interval" env:"CATCHBOX_REAPER_INTERVAL" default:"30s" help:"How often expired emails are deleted."`

@@ -90,8 +90,8 @@ func (s *Searcher) where(q Query, drive bool) (string, []any) {
 		conds = []string{"+e.namespace_id = ?", "+e.expires_ms > ?"}
 	case s.db.Dialect == store.SQLite:
 		// The expiry is checked on emails_ns_time's entries, never sought through
-		// emails_ns_expiry: that index would return the namespace unordered and
-		// SQLite would sort all of it for one page.
+		// emails_expiry: that index would return rows unordered and SQLite would
+		// sort the whole namespace for one page.
 		conds = []string{"e.namespace_id = ?", "+e.expires_ms > ?"}
 	}
 	args := []any{q.NamespaceID, now}
@@ -209,10 +209,11 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 	if unfiltered(q) {
 		// Read from namespace_counts rather than counted: constant time however
 		// large the namespace. Emails past their expiry that the reaper has not
-		// deleted yet are taken off through the emails_ns_expiry index.
+		// deleted yet are taken off; the reaper's emails_expiry index holds them
+		// at its start, so they are found without a walk of the namespace.
 		err = s.db.QueryRow(ctx, `SELECT (SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?)
-			- (SELECT COUNT(*) FROM emails WHERE namespace_id = ? AND expires_ms <= ?)`,
-			q.NamespaceID, q.NamespaceID, s.now().UnixMilli()).Scan(&res.Total)
+			- (SELECT COUNT(*) FROM emails WHERE expires_ms <= ? AND namespace_id = ?)`,
+			q.NamespaceID, s.now().UnixMilli(), q.NamespaceID).Scan(&res.Total)
 	} else {
 		err = s.db.QueryRow(ctx, "SELECT COUNT(*) FROM emails e WHERE "+where, args...).Scan(&res.Total)
 	}
