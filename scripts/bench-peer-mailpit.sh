@@ -2,13 +2,9 @@
 # Start or stop Mailpit as the benchmark peer of docs/benchmarks.md.
 #
 # This script only locates a Mailpit binary that you provide; it never builds
-# or downloads one, and no Mailpit code lives in this repository. Build it
-# from Mailpit's public source, outside the repository, for example:
-#
-#   git clone https://github.com/axllent/mailpit /tmp/mailpit-src
-#   cd /tmp/mailpit-src && CGO_ENABLED=0 go build -o /tmp/mailpit .
-#
-# (the web UI assets are not needed: the API and SMTP server build without them).
+# or downloads one, and no Mailpit code lives in this repository. Build Mailpit
+# yourself from its public source, outside the repository, following its own
+# documentation, and point MAILPIT_BIN at the binary.
 #
 # Usage:
 #   scripts/bench-peer-mailpit.sh start    # prints MAILPIT_PID, MAILPIT_SMTP, MAILPIT_HTTP
@@ -55,10 +51,8 @@ start() {
 	if [ ! -x "$MAILPIT_BIN" ]; then
 		cat >&2 <<MSG
 bench-peer-mailpit: no Mailpit binary at $MAILPIT_BIN.
-Build one from its public source outside this repository, for example:
-  git clone https://github.com/axllent/mailpit /tmp/mailpit-src
-  (cd /tmp/mailpit-src && CGO_ENABLED=0 go build -o /tmp/mailpit .)
-or point MAILPIT_BIN at an existing binary.
+Build one yourself from Mailpit's public source, outside this repository,
+following its own documentation, then point MAILPIT_BIN at the binary.
 MSG
 		exit 1
 	fi
