@@ -41,21 +41,23 @@ start_catchbox() {
 stop_catchbox() { [ -z "$CB_PID" ] || { kill "$CB_PID"; wait "$CB_PID" 2>/dev/null || true; CB_PID=; }; }
 HAVE_MAILPIT=1
 [ -x "${MAILPIT_BIN:-/tmp/mailpit}" ] || { HAVE_MAILPIT=; echo "# no Mailpit binary: Mailpit runs skipped (see scripts/bench-peer-mailpit.sh)"; }
-PG_SCHEMA=
 cleanup() {
 	stop_catchbox
 	[ -z "$HAVE_MAILPIT" ] || scripts/bench-peer-mailpit.sh stop >/dev/null 2>&1 || true
-	[ -z "$PG_SCHEMA" ] || psql -q "$BENCH_POSTGRES_URL" -c "DROP SCHEMA IF EXISTS $PG_SCHEMA CASCADE" >/dev/null 2>&1 || true
+	if [ -n "${BENCH_POSTGRES_URL:-}" ]; then
+		psql -qAt "$BENCH_POSTGRES_URL" -c "SELECT 'DROP SCHEMA ' || nspname || ' CASCADE;' FROM pg_namespace WHERE nspname LIKE 'catchbox_bench_$$%'" |
+			psql -q "$BENCH_POSTGRES_URL" >/dev/null 2>&1 || true
+	fi
 }
 trap cleanup EXIT INT TERM
 
-# pg_url: a fresh schema in BENCH_POSTGRES_URL's database, as a URL.
+# pg_url NAME: a fresh schema in BENCH_POSTGRES_URL's database, as a URL (dropped
+# by cleanup).
 pg_url() {
-	[ -z "$PG_SCHEMA" ] || psql -q "$BENCH_POSTGRES_URL" -c "DROP SCHEMA IF EXISTS $PG_SCHEMA CASCADE" >/dev/null
-	PG_SCHEMA=catchbox_bench_$$_$1
-	psql -q "$BENCH_POSTGRES_URL" -c "CREATE SCHEMA $PG_SCHEMA" >/dev/null
+	schema=catchbox_bench_$$_$1
+	psql -q "$BENCH_POSTGRES_URL" -c "CREATE SCHEMA $schema" >/dev/null
 	case $BENCH_POSTGRES_URL in *\?*) sep='&' ;; *) sep='?' ;; esac
-	echo "$BENCH_POSTGRES_URL${sep}search_path=$PG_SCHEMA,public"
+	echo "$BENCH_POSTGRES_URL${sep}search_path=$schema,public"
 }
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, $($GO version), load: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -77,16 +79,17 @@ done
 if [ -n "${BENCH_POSTGRES_URL:-}" ]; then
 	echo "## ingest on PostgreSQL: one replica, then two (each sender's 4 connections to one replica)"
 	for size in small large; do
-		rm -rf "$OUT/pg1"; start_catchbox "$OUT/pg1" "$CB_SMTP" "$CB_HTTP" "$(pg_url one)"
+		rm -rf "$OUT/pg1"; start_catchbox "$OUT/pg1" "$CB_SMTP" "$CB_HTTP" "$(pg_url one_$size)"
 		$B smtp --label catchbox-postgres-1-replica --addr $CB_SMTP --messages 2000 --conns 8 --size $size --pid "$CB_PID"
 		stop_catchbox
-		url=$(pg_url two)
+		url=$(pg_url two_$size)
 		rm -rf "$OUT/pgA" "$OUT/pgB"
 		start_catchbox "$OUT/pgA" "$CB_SMTP" "$CB_HTTP" "$url"; A=$CB_PID
 		start_catchbox "$OUT/pgB" 127.0.0.1:22526 127.0.0.1:28027 "$url"; Bp=$CB_PID
 		$B smtp --label catchbox-postgres-2-replicas-A --addr $CB_SMTP --messages 1000 --conns 4 --size $size &
+		SA=$!
 		$B smtp --label catchbox-postgres-2-replicas-B --addr 127.0.0.1:22526 --messages 1000 --conns 4 --size $size
-		wait %1 || true
+		wait "$SA" || true
 		kill "$A" "$Bp"; wait "$A" "$Bp" 2>/dev/null || true; CB_PID=
 	done
 fi

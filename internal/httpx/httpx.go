@@ -279,3 +279,11 @@ func RequestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
 	return id
 }
+
+// AskAgain answers a held request whose hold ended with no match: 307 to the
+// identical path and query (contract section 4), so the client repeats it.
+func AskAgain(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Location", r.URL.RequestURI())
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusTemporaryRedirect)
+}

@@ -3,7 +3,6 @@ package inbox
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"mime"
 	"net/http"
 	"strconv"
@@ -24,9 +23,6 @@ import (
 // email's own expiry).
 const DownloadLinkTTL = time.Hour
 
-// RecheckInterval is how often a held search re-checks while wake-ups are degraded.
-const RecheckInterval = 250 * time.Millisecond
-
 const attachmentPurpose = "attachment-download"
 
 // API serves the inbound endpoints of the seed.
@@ -37,7 +33,7 @@ type API struct {
 	Key       *secret.Key
 	PublicURL func() string // base URL of download links, no trailing slash
 	WaitHold  time.Duration
-	// Degraded, when set, is asked every RecheckInterval while a search is held;
+	// Degraded, when set, is asked every notify.RecheckInterval while a search is held;
 	// when it reports true (cross-replica wake-ups may be lost) the search is
 	// re-run without waiting for a wake-up.
 	Degraded func() bool
@@ -130,69 +126,26 @@ func (a *API) searchInboxHandler(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q.NamespaceID = ns.ID
-	var sub *notify.Subscription
-	if wait {
-		// Subscribe before the first look so an arrival in between is not missed.
-		sub = a.Notifier.Subscribe(NamespaceTopic(ns.ID))
-		defer sub.Close()
+	search := func(ctx context.Context) (Result, bool, error) {
+		res, err := a.Searcher.Search(ctx, q)
+		return res, res.Total > 0, err
 	}
-	res, err := a.Searcher.Search(r.Context(), q)
+	var res Result
+	if wait {
+		res, err = notify.Until(r.Context(), a.Notifier, NamespaceTopic(ns.ID),
+			notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
+		if errors.Is(err, notify.ErrHoldEnded) {
+			httpx.AskAgain(w, r)
+			return nil
+		}
+	} else {
+		res, _, err = search(r.Context())
+	}
 	if err != nil {
 		return err
 	}
-	if wait && res.Total == 0 {
-		res, err = a.hold(r.Context(), sub, q)
-		if errors.Is(err, errHoldEnded) {
-			w.Header().Set("Location", r.URL.RequestURI())
-			w.Header().Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusTemporaryRedirect)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 	httpx.WriteJSON(w, http.StatusOK, searchResponse{TotalCount: res.Total, Options: opt, Data: res.Emails})
 	return nil
-}
-
-var errHoldEnded = errors.New("hold ended")
-
-func (a *API) hold(ctx context.Context, sub *notify.Subscription, q Query) (Result, error) {
-	timer := time.NewTimer(a.WaitHold)
-	defer timer.Stop()
-	var recheck <-chan time.Time
-	if a.Degraded != nil {
-		t := time.NewTicker(RecheckInterval)
-		defer t.Stop()
-		recheck = t.C
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return Result{}, ctx.Err()
-		case <-timer.C:
-			return Result{}, errHoldEnded
-		case <-sub.C:
-		case <-recheck:
-			if !a.Degraded() {
-				continue
-			}
-		}
-		res, err := a.Searcher.Search(ctx, q)
-		if err != nil {
-			// A re-check that fails (the database restarting, say) is "not yet":
-			// the request keeps its hold and ends in the usual redirect.
-			if ctx.Err() != nil {
-				return Result{}, ctx.Err()
-			}
-			slog.Warn("Re-checking a held search failed; still holding", "err", err)
-			continue
-		}
-		if res.Total > 0 {
-			return res, nil
-		}
-	}
 }
 
 // latestEmailHandler answers GET /api/emails/{namespace}/latest; 404 when empty.

@@ -211,8 +211,12 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 		// large the namespace. Emails past their expiry that the reaper has not
 		// deleted yet are taken off; the reaper's emails_expiry index holds them
 		// at its start, so they are found without a walk of the namespace.
+		nsTerm := "namespace_id = ?"
+		if s.db.Dialect == store.SQLite {
+			nsTerm = "+namespace_id = ?" // seek the expiry index, never walk the namespace
+		}
 		err = s.db.QueryRow(ctx, `SELECT (SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?)
-			- (SELECT COUNT(*) FROM emails WHERE expires_ms <= ? AND namespace_id = ?)`,
+			- (SELECT COUNT(*) FROM emails WHERE expires_ms <= ? AND `+nsTerm+`)`,
 			q.NamespaceID, s.now().UnixMilli(), q.NamespaceID).Scan(&res.Total)
 	} else {
 		err = s.db.QueryRow(ctx, "SELECT COUNT(*) FROM emails e WHERE "+where, args...).Scan(&res.Total)

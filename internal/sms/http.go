@@ -3,7 +3,6 @@ package sms
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -16,9 +15,6 @@ import (
 	"github.com/catchbox/catchbox/internal/tenant"
 )
 
-// RecheckInterval is how often a held search re-checks while wake-ups are degraded.
-const RecheckInterval = 250 * time.Millisecond
-
 // maxDateLength bounds the from_date and to_date parameters (an RFC 3339 time
 // with nanoseconds and an offset is 35 characters).
 const maxDateLength = 64
@@ -28,7 +24,7 @@ type API struct {
 	Service  *Service
 	Notifier notify.Notifier
 	WaitHold time.Duration
-	// Degraded, when set, is asked every RecheckInterval while a search is held;
+	// Degraded, when set, is asked every notify.RecheckInterval while a search is held;
 	// when it reports true (cross-replica wake-ups may be lost) the search is
 	// re-run without waiting for a wake-up.
 	Degraded func() bool
@@ -257,72 +253,26 @@ func (a *API) searchMessagesHandler(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	q.NumberID = n.ID
-	var sub *notify.Subscription
-	if wait {
-		// Subscribe before the first look so an arrival in between is not missed.
-		sub = a.Notifier.Subscribe(Topic(n.ID))
-		defer sub.Close()
+	search := func(ctx context.Context) (Result, bool, error) {
+		res, err := a.Service.Search(ctx, q)
+		return res, res.Total > 0, err
 	}
-	res, err := a.Service.Search(r.Context(), q)
+	var res Result
+	if wait {
+		res, err = notify.Until(r.Context(), a.Notifier, Topic(n.ID),
+			notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
+		if errors.Is(err, notify.ErrHoldEnded) {
+			httpx.AskAgain(w, r)
+			return nil
+		}
+	} else {
+		res, _, err = search(r.Context())
+	}
 	if err != nil {
 		return err
 	}
-	if wait && res.Total == 0 {
-		res, err = a.hold(r.Context(), sub, q)
-		if errors.Is(err, errHoldEnded) {
-			w.Header().Set("Location", r.URL.RequestURI())
-			w.Header().Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusTemporaryRedirect)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 	httpx.WriteJSON(w, http.StatusOK, searchResponse{TotalCount: res.Total, Options: opt, Data: res.Messages})
 	return nil
-}
-
-var errHoldEnded = errors.New("hold ended")
-
-// hold waits for a wake-up of the number (or, when degraded, re-checks on a
-// timer) and re-runs the search until it matches, the hold ends or the client
-// goes away.
-func (a *API) hold(ctx context.Context, sub *notify.Subscription, q Query) (Result, error) {
-	timer := time.NewTimer(a.WaitHold)
-	defer timer.Stop()
-	var recheck <-chan time.Time
-	if a.Degraded != nil {
-		t := time.NewTicker(RecheckInterval)
-		defer t.Stop()
-		recheck = t.C
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return Result{}, ctx.Err()
-		case <-timer.C:
-			return Result{}, errHoldEnded
-		case <-sub.C:
-		case <-recheck:
-			if !a.Degraded() {
-				continue
-			}
-		}
-		res, err := a.Service.Search(ctx, q)
-		if err != nil {
-			// A re-check that fails (the database restarting, say) is "not yet":
-			// the request keeps its hold and ends in the usual redirect.
-			if ctx.Err() != nil {
-				return Result{}, ctx.Err()
-			}
-			slog.Warn("Re-checking a held search failed; still holding", "err", err)
-			continue
-		}
-		if res.Total > 0 {
-			return res, nil
-		}
-	}
 }
 
 // latestMessageHandler answers GET /api/sms/{phone_number}/latest; 404 when the

@@ -1,0 +1,73 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// RecheckInterval is how often a held request re-checks while wake-ups are
+// degraded (Policy.Degraded reports true).
+const RecheckInterval = 250 * time.Millisecond
+
+// ErrHoldEnded is returned by Until when the hold ran out with no match; the
+// caller answers 307 to the same URL and the client asks again.
+var ErrHoldEnded = errors.New("hold ended without a match")
+
+// Policy is how long a request is held and when it re-checks on its own.
+type Policy struct {
+	Hold time.Duration
+	// Degraded, when set, is asked every RecheckInterval; while it reports true
+	// (cross-replica wake-ups may be lost) the request re-checks without waiting
+	// for a wake-up.
+	Degraded func() bool
+}
+
+// Until answers a request that waits for something to arrive (an inbox or SMS
+// search with wait=true). It subscribes to topic before the first look, so an
+// arrival between the look and the wait is never missed, then looks again on
+// every wake-up until look reports a match, the hold ends (ErrHoldEnded) or ctx
+// ends. An error from the first look is returned; a failing re-check (the
+// database restarting, say) counts as "not yet" and the hold goes on.
+func Until[T any](ctx context.Context, n Notifier, topic string, p Policy, look func(context.Context) (T, bool, error)) (T, error) {
+	sub := n.Subscribe(topic)
+	defer sub.Close()
+	res, ok, err := look(ctx)
+	if err != nil || ok {
+		return res, err
+	}
+	timer := time.NewTimer(p.Hold)
+	defer timer.Stop()
+	var recheck <-chan time.Time
+	if p.Degraded != nil {
+		t := time.NewTicker(RecheckInterval)
+		defer t.Stop()
+		recheck = t.C
+	}
+	var zero T
+	for {
+		select {
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		case <-timer.C:
+			return zero, ErrHoldEnded
+		case <-sub.C:
+		case <-recheck:
+			if !p.Degraded() {
+				continue
+			}
+		}
+		res, ok, err := look(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return zero, ctx.Err()
+			}
+			slog.Warn("Re-checking a held request failed; still holding", "topic", topic, "err", err)
+			continue
+		}
+		if ok {
+			return res, nil
+		}
+	}
+}
