@@ -183,24 +183,6 @@ func (s *server) kill() {
 	<-s.exited
 }
 
-// stop asks the process to shut down (SIGTERM) and waits for it, killing it if
-// it does not stop in time; it reports whether it stopped by itself.
-func (s *server) stop() bool {
-	select {
-	case <-s.exited:
-		return true
-	default:
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-		return true
-	case <-time.After(30 * time.Second):
-		s.kill()
-		return false
-	}
-}
-
 // logBuffer keeps a process's log lines, parsed when they are JSON.
 type logBuffer struct {
 	mu      sync.Mutex

@@ -80,15 +80,6 @@ func newEnv(t *testing.T, db *store.DB) *env {
 	return e
 }
 
-func (e *env) namespace(name string) tenant.Namespace {
-	e.t.Helper()
-	n, err := e.tenants.NamespaceByName(context.Background(), name)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return n
-}
-
 type msg struct {
 	from, to, cc, subject, body string
 	rcpts                       []string

@@ -40,39 +40,14 @@ func Reap(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 	}
 }
 
-// RunReaper calls Reap every interval until ctx ends. claim, when set, is asked
-// before each run and lets only one replica reap at a time.
-func RunReaper(ctx context.Context, db *store.DB, interval time.Duration, claim func(context.Context, func(context.Context) error) error) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		run := func(ctx context.Context) error {
-			n, err := Reap(ctx, db, time.Now())
-			if n > 0 {
-				slog.Info("Deleted expired emails", "count", n)
-			}
-			return err
+// ReapJob is Reap as a periodic job for store.DB.Every: it deletes what has
+// expired by the time it runs and logs how much.
+func ReapJob(db *store.DB) func(context.Context) error {
+	return func(ctx context.Context) error {
+		n, err := Reap(ctx, db, time.Now())
+		if n > 0 {
+			slog.Info("Deleted expired emails", "count", n)
 		}
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					slog.Error("Reaper panicked", "panic", fmt.Sprint(p))
-				}
-			}()
-			var err error
-			if claim != nil {
-				err = claim(ctx, run)
-			} else {
-				err = run(ctx)
-			}
-			if err != nil && ctx.Err() == nil {
-				slog.Error("Reaper failed", "err", err)
-			}
-		}()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+		return err
 	}
 }

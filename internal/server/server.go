@@ -194,23 +194,16 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 		l := l
 		serve("SMTP server", func() error { return smtpSrv.Serve(l) })
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		inbox.RunReaper(ctx, db, cfg.ReaperInterval, func(ctx context.Context, run func(context.Context) error) error {
-			_, err := db.RunExclusive(ctx, "reaper", run)
-			return err
-		})
-	}()
-
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		sms.RunReaper(ctx, db, cfg.ReaperInterval, func(ctx context.Context, run func(context.Context) error) error {
-			_, err := db.RunExclusive(ctx, "sms-reaper", run)
-			return err
-		})
-	}()
+	for job, fn := range map[string]func(context.Context) error{
+		"reaper":     inbox.ReapJob(db),
+		"sms-reaper": sms.ReapJob(db),
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db.Every(ctx, job, cfg.ReaperInterval, fn)
+		}()
+	}
 
 	r := Ready{HTTPAddr: httpLn.Addr().String(), PublicURL: publicURL}
 	for _, l := range smtpLns {

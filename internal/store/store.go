@@ -396,3 +396,29 @@ func (db *DB) RunExclusive(ctx context.Context, job string, fn func(context.Cont
 	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext($1))", "catchbox:"+job)
 	return true, fn(ctx)
 }
+
+// Every runs the job fn now and then every interval until ctx ends, one replica
+// at a time (RunExclusive under the job's name). A failure or a panic is logged
+// and the job runs again on its next turn: periodic work (the reapers) must
+// never stop or take the server down.
+func (db *DB) Every(ctx context.Context, job string, interval time.Duration, fn func(context.Context) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					slog.Error("Periodic job panicked", "job", job, "panic", fmt.Sprint(p))
+				}
+			}()
+			if _, err := db.RunExclusive(ctx, job, fn); err != nil && ctx.Err() == nil {
+				slog.Error("Periodic job failed", "job", job, "err", err)
+			}
+		}()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

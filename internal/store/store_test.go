@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
@@ -54,4 +56,35 @@ func TestRebind(t *testing.T) {
 	if got != want {
 		t.Fatalf("Rebind = %q, want %q", got, want)
 	}
+}
+
+func TestEveryKeepsRunningThroughFailures(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		runs := 0
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			db.Every(ctx, "test-job", time.Millisecond, func(context.Context) error {
+				runs++
+				switch runs {
+				case 1:
+					panic("first run panics")
+				case 2:
+					return errors.New("second run fails")
+				case 4:
+					cancel()
+				}
+				return nil
+			})
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("Every did not stop when its context ended")
+		}
+		if runs != 4 {
+			t.Fatalf("job ran %d times, want 4 (it must survive a panic and an error)", runs)
+		}
+	})
 }
