@@ -11,8 +11,10 @@ import (
 	"strings"
 )
 
-// Migrations live in migrations/ as NNNN_name.sql (run on both stores), or as a
-// pair NNNN_name.sqlite.sql and NNNN_name.postgres.sql where the dialects differ.
+// Migrations live in migrations/ as NNNN_name.sql (run on both stores), with
+// NNNN_name.sqlite.sql and NNNN_name.postgres.sql for what only one dialect
+// runs; a version's dialect file runs after its common file, in the same
+// transaction, so only the differences are written twice.
 // They are append-only: a released migration is never edited, a change is a new file.
 // Each runs in its own transaction together with the row that records it.
 //
@@ -36,7 +38,8 @@ func (db *DB) migrations() ([]migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	byVersion := map[int]migration{}
+	type parts struct{ name, common, dialect string }
+	byVersion := map[int]*parts{}
 	for _, e := range entries {
 		name := e.Name()
 		base := strings.TrimSuffix(name, ".sql")
@@ -52,18 +55,27 @@ func (db *DB) migrations() ([]migration, error) {
 		if !ok || err != nil {
 			return nil, fmt.Errorf("migration %s: name must start with a number", name)
 		}
-		if prev, dup := byVersion[v]; dup {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", prev.name, name, v)
-		}
 		body, err := migrationFS.ReadFile("migrations/" + name)
 		if err != nil {
 			return nil, err
 		}
-		byVersion[v] = migration{version: v, name: name, sql: db.expandTokens(string(body))}
+		p := byVersion[v]
+		if p == nil {
+			p = &parts{name: base + ".sql"}
+			byVersion[v] = p
+		}
+		if p.name != base+".sql" {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", p.name, name, v)
+		}
+		if dialect == "" {
+			p.common = string(body)
+		} else {
+			p.dialect = string(body)
+		}
 	}
 	out := make([]migration, 0, len(byVersion))
-	for _, m := range byVersion {
-		out = append(out, m)
+	for v, p := range byVersion {
+		out = append(out, migration{version: v, name: p.name, sql: db.expandTokens(p.common + "\n" + p.dialect)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	return out, nil

@@ -88,3 +88,24 @@ func TestEveryKeepsRunningThroughFailures(t *testing.T) {
 		}
 	})
 }
+
+// A version's dialect file runs after its common file, on its dialect only.
+func TestDialectMigrationAddsToCommon(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		var tables, trgm int
+		q := "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'sms_messages_body_trgm'"
+		if db.Dialect == store.Postgres {
+			q = "SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'sms_messages_body_trgm' AND schemaname = current_schema()"
+		}
+		if err := db.QueryRow(ctx, q).Scan(&trgm); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow(ctx, "SELECT COUNT(*) FROM sms_messages").Scan(&tables); err != nil {
+			t.Fatalf("common part of 0005 not applied: %v", err)
+		}
+		if want := map[store.Dialect]int{store.SQLite: 0, store.Postgres: 1}[db.Dialect]; trgm != want {
+			t.Fatalf("%s: %d body trigram indexes, want %d", db.Dialect, trgm, want)
+		}
+	})
+}

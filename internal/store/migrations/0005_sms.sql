@@ -1,5 +1,5 @@
--- SMS numbers of organisations and the messages they receive. The PostgreSQL
--- twin of this file differs only in the body search index.
+-- SMS numbers of organisations and the messages they receive. PostgreSQL adds a
+-- trigram index for the body filter (0005_sms.postgres.sql).
 --
 -- phone_number is E.164 with its '+' and NULL while the number is only
 -- requested; it is unique across organisations, because an inbound message from
