@@ -10,6 +10,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,7 +22,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite"               // registers the "sqlite" database/sql driver
 )
 
 // Dialect names the SQL flavour of the open store.
@@ -63,6 +64,8 @@ type DB struct {
 
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // SQLite writer statements, prepared once
+
+	wal *walSyncer // SQLite: makes the writer's commits durable
 }
 
 // maxCachedStmts bounds the statement cache; queries built with a variable
@@ -132,10 +135,13 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 			return nil, fmt.Errorf("create data directory: %w", err)
 		}
 	}
-	// synchronous(FULL): in WAL mode a commit is fsynced before it returns, so a
-	// committed email survives a power loss (NORMAL would only survive a crash).
+	// synchronous(FULL) on every connection but the writer: a checkpoint syncs
+	// the WAL before it copies frames into the database file. The writer runs
+	// with synchronous(OFF) and its commits are made durable by walSyncer, one
+	// fsync for every transaction committed meanwhile, outside the writer.
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + pragmas + "&_pragma=journal_mode(WAL)&_txlock=immediate"
+	writerPragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(OFF)"
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + writerPragmas + "&_pragma=journal_mode(WAL)&_txlock=immediate"
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
@@ -154,9 +160,21 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("configure sqlite: %w", err)
 	}
+	// A read transaction opens (and on a new database creates) the WAL file.
+	var n int
+	if err := w.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	wal, err := newWALSyncer(path + "-wal")
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
 	r, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+pragmas+"&_pragma=query_only(1)")
 	if err != nil {
 		w.Close()
+		wal.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	r.SetMaxOpenConns(8)
@@ -166,10 +184,11 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		w.Close()
 		r.Close()
+		wal.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	m.SetMaxOpenConns(1)
-	db := &DB{Dialect: SQLite, W: w, R: r, URL: "sqlite://" + path, stop: make(chan struct{})}
+	db := &DB{Dialect: SQLite, W: w, R: r, URL: "sqlite://" + path, stop: make(chan struct{}), wal: wal}
 	db.wg.Add(1)
 	go db.maintainWAL(m, db.stop)
 	return db, nil
@@ -251,6 +270,9 @@ func (db *DB) Close() error {
 	db.stmts = nil
 	db.stmtMu.Unlock()
 	err := db.W.Close()
+	if db.wal != nil {
+		db.wal.Close()
+	}
 	if db.R != db.W {
 		if rerr := db.R.Close(); err == nil {
 			err = rerr
@@ -288,9 +310,26 @@ func (db *DB) Rebind(q string) string {
 	return out
 }
 
-// Exec runs a write outside a transaction.
+// Exec runs a write outside a transaction; it is durable when Exec returns.
 func (db *DB) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return db.W.ExecContext(ctx, db.Rebind(q), args...)
+	res, err := db.W.ExecContext(ctx, db.Rebind(q), args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Sync(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Sync returns when every transaction committed before the call is durable. On
+// SQLite the writer commits without an fsync and Sync does it, shared with every
+// concurrent caller (see walSyncer); on PostgreSQL a commit is durable already.
+func (db *DB) Sync() error {
+	if db.wal == nil {
+		return nil
+	}
+	return db.wal.Sync()
 }
 
 // Query runs a read.
@@ -322,6 +361,9 @@ func (t *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error
 
 // Query runs a query in the transaction.
 func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := t.db.writerStmt(q); st != nil {
+		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
 	return t.tx.QueryContext(ctx, t.db.Rebind(q), args...)
 }
 
@@ -334,9 +376,21 @@ func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 }
 
 // InTx runs fn in a write transaction, committing when fn returns nil. The commit is
-// durable when InTx returns nil (SQLite synchronous=FULL; PostgreSQL's default
+// durable when InTx returns nil (SQLite: Sync; PostgreSQL's default
 // synchronous_commit).
-func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) (err error) {
+func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
+	if err := db.InTxUnsynced(ctx, fn); err != nil {
+		return err
+	}
+	return db.Sync()
+}
+
+// InTxUnsynced is InTx without the wait for durability: when it returns nil the
+// transaction is committed and visible to readers, and it is durable once a
+// later call to Sync returns nil. A writer that batches (the ingester) starts
+// its next transaction while the last one's fsync runs, and acknowledges after
+// Sync. On PostgreSQL it is InTx.
+func (db *DB) InTxUnsynced(ctx context.Context, fn func(*Tx) error) (err error) {
 	sqlTx, err := db.W.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -421,4 +475,20 @@ func (db *DB) Every(ctx context.Context, job string, interval time.Duration, fn 
 		case <-t.C:
 		}
 	}
+}
+
+// fold(text) is SQLite's Unicode case folding for substring search: the FTS5
+// trigram tokenizer folds case beyond ASCII, and SQLite's own lower() and LIKE
+// do not, so the emails not yet in that index are matched with fold() to give
+// the same answers (inbox.Searcher).
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction("fold", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		switch v := args[0].(type) {
+		case string:
+			return strings.ToLower(v), nil
+		case []byte:
+			return strings.ToLower(string(v)), nil
+		}
+		return args[0], nil
+	})
 }
