@@ -242,7 +242,7 @@ func checkIntegrity(t *testing.T, dbURL string) integrity {
 	if bad := ids("SELECT e.id FROM emails e WHERE NOT EXISTS (SELECT 1 FROM email_recipients r WHERE r.email_seq = e.seq)"); len(bad) > 0 {
 		t.Errorf("%d emails have no recipient rows, e.g. %s", len(bad), bad[0])
 	}
-	if bad := ids("SELECT e.id FROM emails e WHERE NOT EXISTS (SELECT 1 FROM raw_messages m WHERE m.email_id = e.id)"); len(bad) > 0 {
+	if bad := ids("SELECT e.id FROM emails e WHERE NOT EXISTS (SELECT 1 FROM raw_sources s WHERE s.id = e.raw_id)"); len(bad) > 0 {
 		t.Errorf("%d emails have no raw source although the namespace captures it, e.g. %s", len(bad), bad[0])
 	}
 	if bad := ids("SELECT a.id FROM attachments a WHERE NOT EXISTS (SELECT 1 FROM emails e WHERE e.id = a.email_id)"); len(bad) > 0 {

@@ -142,7 +142,7 @@ func placeholders(n int) string {
 	return "(" + strings.TrimSuffix(strings.Repeat("?,", n), ",") + ")"
 }
 
-func eachChunk(values []string, fn func([]any) error) error {
+func eachChunk[T any](values []T, fn func([]any) error) error {
 	for len(values) > 0 {
 		n := min(len(values), inChunk)
 		part := make([]any, n)

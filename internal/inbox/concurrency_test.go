@@ -47,7 +47,7 @@ func TestQuotaLockSerializesWriters(t *testing.T) {
 			if err := putBlobs(ctx, tx, blobs); err != nil {
 				return err
 			}
-			_, err := insertRow(ctx, tx, r)
+			_, err := insertRow(ctx, tx, r, map[*messageBytes]int64{})
 			return err
 		}
 		nowMs := start.Add(time.Minute).UnixMilli()
@@ -113,8 +113,8 @@ func TestQuotaLockSerializesWriters(t *testing.T) {
 
 func ptrInt(v int) *int { return &v }
 
-// A writer storing a message whose bytes are already stored, while the last
-// email referring to them is deleted: the blob must survive with the new
+// A writer storing a message whose attachment is already stored, while the
+// last email referring to it is deleted: the blob must survive with the new
 // reference. (SQLite has one writer: the race cannot happen.)
 func TestBlobSurvivesConcurrentDelete(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -127,11 +127,15 @@ func TestBlobSurvivesConcurrentDelete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ns, err := svc.CreateNamespace(ctx, org.ID, "blobs", tenant.Settings{})
+		noRaw := false
+		ns, err := svc.CreateNamespace(ctx, org.ID, "blobs", tenant.Settings{CaptureRawEmail: &noRaw})
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw := []byte("From: a@b.c\r\nTo: x@blobs.localhost\r\nSubject: same bytes\r\n\r\n" + fmt.Sprint(time.Now().UnixNano()) + "\r\n")
+		raw := []byte("From: a@b.c\r\nTo: x@blobs.localhost\r\nSubject: same bytes\r\nMIME-Version: 1.0\r\n" +
+			"Content-Type: multipart/mixed; boundary=B\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\nhello\r\n" +
+			"--B\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=a.bin\r\n\r\n" +
+			fmt.Sprint(time.Now().UnixNano()) + "\r\n--B--\r\n")
 		targets := []Target{{Namespace: ns, Recipients: []string{"x@blobs.localhost"}}}
 		newRow := func() *row {
 			p := parseMessage(raw)
@@ -140,10 +144,17 @@ func TestBlobSurvivesConcurrentDelete(t *testing.T) {
 			return r
 		}
 		put := func(tx *store.Tx, r *row) error {
-			if err := putBlobs(ctx, tx, map[string]*blob{r.bytes.raw.hash: r.bytes.raw}); err != nil {
+			blobs := map[string]*blob{}
+			for _, b := range r.blobs() {
+				blobs[b.hash] = b
+			}
+			if len(blobs) != 1 {
+				return fmt.Errorf("%d blobs, want the attachment's", len(blobs))
+			}
+			if err := putBlobs(ctx, tx, blobs); err != nil {
 				return err
 			}
-			_, err := insertRow(ctx, tx, r)
+			_, err := insertRow(ctx, tx, r, map[*messageBytes]int64{})
 			return err
 		}
 		old := newRow()
@@ -183,9 +194,112 @@ func TestBlobSurvivesConcurrentDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 		var n int
-		db.QueryRow(ctx, `SELECT COUNT(*) FROM raw_messages r JOIN blobs b ON b.hash = r.blob_hash`).Scan(&n)
+		db.QueryRow(ctx, `SELECT COUNT(*) FROM attachments a JOIN blobs b ON b.hash = a.blob_hash`).Scan(&n)
 		if n != 1 {
-			t.Fatalf("%d raw rows with their blob, want 1: the new email's raw source was deleted under it", n)
+			t.Fatalf("%d attachments with their blob, want 1: the new email's attachment was deleted under it", n)
 		}
 	})
+}
+
+// One delivery to two namespaces shares one raw source. Two writers deleting
+// the two emails at the same time must not each keep the source for the other:
+// after both, it is gone. (SQLite has one writer: the race cannot happen.)
+func TestSharedRawSourceDeletedByConcurrentDeletes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		if db.Dialect != store.Postgres {
+			t.Skip("SQLite has a single writer")
+		}
+		ctx := context.Background()
+		svc := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
+		org, err := svc.CreateOrg(ctx, "org", 100, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var targets []Target
+		for _, name := range []string{"one", "two"} {
+			ns, err := svc.CreateNamespace(ctx, org.ID, name, tenant.Settings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			targets = append(targets, Target{Namespace: ns, Recipients: []string{"x@" + name + ".localhost"}})
+		}
+		raw := []byte("From: a@b.c\r\nTo: x@one.localhost, x@two.localhost\r\nSubject: shared\r\n\r\nbody\r\n")
+		p := parseMessage(raw)
+		mb, err := newMessageBytes(raw, p, targets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []*row
+		err = db.InTx(ctx, func(tx *store.Tx) error {
+			rawIDs := map[*messageBytes]int64{}
+			for _, tg := range targets {
+				r := buildRow(p, raw, Envelope{}, tg, time.Now())
+				r.bytes = mb
+				if r.doc, err = encodeDoc(r.email); err != nil {
+					return err
+				}
+				if _, err := insertRow(ctx, tx, r, rawIDs); err != nil {
+					return err
+				}
+				rows = append(rows, r)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := countRows(t, db, "SELECT COUNT(*) FROM raw_sources"); n != 1 {
+			t.Fatalf("%d raw sources for one delivery, want 1", n)
+		}
+		seqOf := func(id string) int64 {
+			var seq int64
+			if err := db.QueryRow(ctx, "SELECT seq FROM emails WHERE id = ?", id).Scan(&seq); err != nil {
+				t.Fatal(err)
+			}
+			return seq
+		}
+		first, second := rows[0].email.ID, rows[1].email.ID
+		firstSeq, secondSeq := seqOf(first), seqOf(second)
+		deletedFirst, secondDone := make(chan struct{}), make(chan error, 1)
+		firstDone := make(chan error, 1)
+		go func() {
+			firstDone <- db.InTx(ctx, func(tx *store.Tx) error {
+				if err := deleteEmails(ctx, tx, []any{firstSeq}, []any{first}); err != nil {
+					return err
+				}
+				close(deletedFirst)
+				// Hold the transaction open while the other delete runs into it.
+				select {
+				case err := <-secondDone:
+					return fmt.Errorf("the second delete finished before the first committed: %v", err)
+				case <-time.After(300 * time.Millisecond):
+				}
+				return nil
+			})
+		}()
+		<-deletedFirst
+		go func() {
+			secondDone <- db.InTx(ctx, func(tx *store.Tx) error {
+				return deleteEmails(ctx, tx, []any{secondSeq}, []any{second})
+			})
+		}()
+		if err := <-firstDone; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-secondDone; err != nil {
+			t.Fatal(err)
+		}
+		if n := countRows(t, db, "SELECT COUNT(*) FROM raw_sources"); n != 0 {
+			t.Fatalf("%d raw sources left after both emails were deleted, want 0", n)
+		}
+	})
+}
+
+func countRows(t *testing.T, db *store.DB, q string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

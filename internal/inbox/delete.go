@@ -20,35 +20,34 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 		return nil
 	}
 	in := placeholders(len(ids))
-	args := append(append([]any{}, ids...), ids...)
-	rows, err := tx.Query(ctx, "SELECT blob_hash FROM raw_messages WHERE email_id IN "+in+" AND blob_hash IS NOT NULL "+
-		"UNION SELECT blob_hash FROM attachments WHERE email_id IN "+in+" AND blob_hash IS NOT NULL", args...)
+	hashes, err := selectColumn[string](ctx, tx, "SELECT DISTINCT blob_hash FROM attachments WHERE email_id IN "+in+" AND blob_hash IS NOT NULL", ids...)
 	if err != nil {
 		return fmt.Errorf("find blobs of deleted emails: %w", err)
 	}
-	var hashes []string
-	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
-			rows.Close()
-			return err
-		}
-		hashes = append(hashes, h)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
+	rawIDs, err := selectColumn[int64](ctx, tx, "SELECT DISTINCT raw_id FROM emails WHERE seq IN "+in+" AND raw_id IS NOT NULL", seqs...)
+	if err != nil {
+		return fmt.Errorf("find raw sources of deleted emails: %w", err)
 	}
 	sort.Strings(hashes)
 	if err := subtractCounts(ctx, tx, seqs); err != nil {
 		return err
 	}
 	if tx.Dialect() == store.Postgres {
+		// Lock what may become unreferenced, in a fixed order, so that two
+		// transactions deleting emails that share a blob or a raw source (one
+		// delivery to several namespaces) see each other's deletions instead of
+		// each keeping it for the other.
 		if err := eachChunk(hashes, func(part []any) error {
 			_, err := tx.Exec(ctx, "SELECT hash FROM blobs WHERE hash IN "+placeholders(len(part))+" ORDER BY hash FOR UPDATE", part...)
 			return err
 		}); err != nil {
 			return fmt.Errorf("lock blobs of deleted emails: %w", err)
+		}
+		if err := eachChunk(rawIDs, func(part []any) error {
+			_, err := tx.Exec(ctx, "SELECT id FROM raw_sources WHERE id IN "+placeholders(len(part))+" ORDER BY id FOR UPDATE", part...)
+			return err
+		}); err != nil {
+			return fmt.Errorf("lock raw sources of deleted emails: %w", err)
 		}
 	}
 	for _, q := range []struct {
@@ -57,16 +56,22 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 	}{
 		{"DELETE FROM email_recipients WHERE email_seq IN " + in, seqs},
 		{"DELETE FROM attachments WHERE email_id IN " + in, ids},
-		{"DELETE FROM raw_messages WHERE email_id IN " + in, ids},
 		{"DELETE FROM emails WHERE seq IN " + in, seqs},
 	} {
 		if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
 			return fmt.Errorf("delete emails: %w", err)
 		}
 	}
+	err = eachChunk(rawIDs, func(part []any) error {
+		_, err := tx.Exec(ctx, "DELETE FROM raw_sources WHERE id IN "+placeholders(len(part))+
+			" AND NOT EXISTS (SELECT 1 FROM emails e WHERE e.raw_id = raw_sources.id)", part...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete raw sources: %w", err)
+	}
 	err = eachChunk(hashes, func(part []any) error {
 		_, err := tx.Exec(ctx, "DELETE FROM blobs WHERE hash IN "+placeholders(len(part))+
-			" AND NOT EXISTS (SELECT 1 FROM raw_messages r WHERE r.blob_hash = blobs.hash)"+
 			" AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.blob_hash = blobs.hash)", part...)
 		return err
 	})
@@ -74,6 +79,24 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 		return fmt.Errorf("delete unreferenced blobs: %w", err)
 	}
 	return nil
+}
+
+// selectColumn returns the one column of a query's rows.
+func selectColumn[T any](ctx context.Context, tx *store.Tx, q string, args ...any) ([]T, error) {
+	rows, err := tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // deleteShard is the namespace_counts shard deletions subtract from.

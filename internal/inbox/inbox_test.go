@@ -423,7 +423,7 @@ func TestLatestAndExpiry(t *testing.T) {
 		if err != nil || n != 2 {
 			t.Fatalf("Reap = %d, %v; want 2", n, err)
 		}
-		for _, table := range []string{"emails", "email_recipients", "raw_messages", "attachments"} {
+		for _, table := range []string{"emails", "email_recipients", "raw_sources", "attachments"} {
 			var c int
 			db.QueryRow(context.Background(), "SELECT COUNT(*) FROM "+table).Scan(&c)
 			if c != 0 {

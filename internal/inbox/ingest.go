@@ -48,6 +48,7 @@ type row struct {
 	keepRaw     bool // the namespace captures raw email
 	env         Envelope
 	size        int64
+	doc         string // email as stored in emails.doc, encoded by the sender
 }
 
 // messageBytes is how the bytes of one delivered message are stored, shared by the
@@ -57,7 +58,7 @@ type row struct {
 // attachments' own blobs.
 type messageBytes struct {
 	body        []byte   // text and html, as stored in emails.body
-	raw         *blob    // set when a target keeps the raw source
+	raw         *blob    // set when a target keeps the raw source (no hash)
 	attachments []*blob  // set when a target does not
 	hashes      []string // SHA-256 of each attachment's bytes
 }
@@ -78,7 +79,7 @@ func newMessageBytes(raw []byte, p parsed, targets []Target) (*messageBytes, err
 	for _, t := range targets {
 		switch {
 		case t.Namespace.CaptureRawEmail && mb.raw == nil:
-			mb.raw = newBlob(raw)
+			mb.raw = newHashedBlob(raw, "") // raw sources are not content-addressed
 		case !t.Namespace.CaptureRawEmail && mb.attachments == nil:
 			mb.attachments = make([]*blob, len(p.Attachments))
 			for i, a := range p.Attachments {
@@ -104,9 +105,11 @@ type Ingester struct {
 	now      func() time.Time
 
 	reqs    chan *batchReq
-	mu      sync.RWMutex // guards closed against sends on reqs
+	acks    chan committed // committed batches waiting for their fsync
+	mu      sync.RWMutex   // guards closed against sends on reqs
 	closed  bool
 	writers sync.WaitGroup
+	acker   sync.WaitGroup
 
 	maxBatchRows  int
 	maxBatchBytes int64
@@ -118,6 +121,7 @@ func NewIngester(db *store.DB, n notify.Notifier) *Ingester {
 	in := &Ingester{
 		db: db, notifier: n, now: time.Now,
 		reqs:          make(chan *batchReq, 1024),
+		acks:          make(chan committed, 64),
 		maxBatchRows:  256,
 		maxBatchBytes: 64 << 20,
 	}
@@ -129,6 +133,8 @@ func NewIngester(db *store.DB, n notify.Notifier) *Ingester {
 		in.writers.Add(1)
 		go in.writeLoop(i)
 	}
+	in.acker.Add(1)
+	go in.ackLoop()
 	return in
 }
 
@@ -144,6 +150,8 @@ func (in *Ingester) Close() {
 	}
 	in.mu.Unlock()
 	in.writers.Wait()
+	close(in.acks)
+	in.acker.Wait()
 }
 
 // Deliver parses raw once and stores one email per target namespace, returning
@@ -162,6 +170,9 @@ func (in *Ingester) Deliver(ctx context.Context, raw []byte, env Envelope, targe
 	for _, t := range targets {
 		r := buildRow(p, raw, env, t, now)
 		r.bytes = mb
+		if r.doc, err = encodeDoc(r.email); err != nil {
+			return nil, err
+		}
 		rows = append(rows, r)
 	}
 	req := &batchReq{rows: rows, done: make(chan error, 1)}
@@ -252,27 +263,56 @@ func buildRow(p parsed, raw []byte, env Envelope, t Target, now time.Time) *row 
 }
 
 // writeLoop commits batches; shard is the writer's own row in namespace_counts.
+//
+// On SQLite a commit returns before its fsync (store.DB.InTxUnsynced) and the
+// acker makes it durable. The writer does not commit again until that fsync is
+// over: meanwhile it inserts the messages that arrive into its open transaction,
+// so each fsync covers one commit as large as the arrivals allow, and the CPU
+// of the inserts overlaps the disk's wait instead of adding to it.
 func (in *Ingester) writeLoop(shard int) {
 	defer in.writers.Done()
+	var prev chan struct{} // closed when the previous commit is durable
 	for first := range in.reqs {
-		batch := []*batchReq{first}
-		rows, bytes := len(first.rows), rowsBytes(first.rows)
-	drain:
-		for rows < in.maxBatchRows && bytes < in.maxBatchBytes {
-			select {
-			case r, ok := <-in.reqs:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, r)
-				rows += len(r.rows)
-				bytes += rowsBytes(r.rows)
-			default:
-				break drain
-			}
+		batch := in.gather([]*batchReq{first})
+		var wait <-chan struct{}
+		if in.db.Dialect == store.SQLite && prev != nil {
+			wait = prev
 		}
-		in.commitBatch(batch, shard)
+		batch, err := in.safeInsert(batch, shard, wait)
+		if err != nil && len(batch) > 1 {
+			// Retry each request alone so that one bad message cannot fail
+			// the others.
+			for _, req := range batch {
+				one, err := in.safeInsert([]*batchReq{req}, shard, nil)
+				prev = in.commitDone(one, err)
+			}
+			continue
+		}
+		prev = in.commitDone(batch, err)
 	}
+}
+
+// gather adds to batch the requests already queued, up to the batch limits.
+func (in *Ingester) gather(batch []*batchReq) []*batchReq {
+	rows, bytes := 0, int64(0)
+	for _, req := range batch {
+		rows += len(req.rows)
+		bytes += rowsBytes(req.rows)
+	}
+	for rows < in.maxBatchRows && bytes < in.maxBatchBytes {
+		select {
+		case r, ok := <-in.reqs:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+			rows += len(r.rows)
+			bytes += rowsBytes(r.rows)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 func rowsBytes(rows []*row) int64 {
@@ -283,41 +323,78 @@ func rowsBytes(rows []*row) int64 {
 	return n
 }
 
-// commitBatch stores a batch in one transaction. If that fails, each request is
-// retried alone so that one bad message cannot fail the others.
-func (in *Ingester) commitBatch(batch []*batchReq, shard int) {
-	err := in.safeInsert(batch, shard)
-	if err != nil && len(batch) > 1 {
-		for _, req := range batch {
-			in.finish([]*batchReq{req}, in.safeInsert([]*batchReq{req}, shard))
-		}
-		return
-	}
-	in.finish(batch, err)
-}
-
-func (in *Ingester) finish(batch []*batchReq, err error) {
+// commitDone passes a committed batch to the acker and returns the channel
+// closed when it is durable; a failed batch is answered at once.
+func (in *Ingester) commitDone(batch []*batchReq, err error) chan struct{} {
 	if err != nil {
 		slog.Error("Storing received mail failed", "messages", len(batch), "err", err)
-	} else {
-		seen := map[string]bool{}
-		var topics []string
 		for _, req := range batch {
-			for _, r := range req.rows {
-				if t := NamespaceTopic(r.namespaceID); !seen[t] {
-					seen[t] = true
-					topics = append(topics, t)
+			req.done <- err
+		}
+		return nil
+	}
+	durable := make(chan struct{})
+	in.acks <- committed{batch, durable}
+	return durable
+}
+
+// committed is a batch whose transaction has committed, waiting for its fsync.
+type committed struct {
+	batch   []*batchReq
+	durable chan struct{}
+}
+
+// ackLoop waits for committed batches to become durable, one fsync for all the
+// batches committed meanwhile (store.DB.Sync), and only then answers their
+// senders and wakes the waiting searches: a 250 is never sent for a message a
+// power loss could take back.
+func (in *Ingester) ackLoop() {
+	defer in.acker.Done()
+	for first := range in.acks {
+		done := []committed{first}
+	drain:
+		for {
+			select {
+			case c, ok := <-in.acks:
+				if !ok {
+					break drain
 				}
+				done = append(done, c)
+			default:
+				break drain
 			}
 		}
-		in.notifier.Publish(context.Background(), topics...)
-	}
-	for _, req := range batch {
-		req.done <- err
+		err := in.db.Sync()
+		if err != nil {
+			slog.Error("Making received mail durable failed", "err", err)
+		} else {
+			seen := map[string]bool{}
+			var topics []string
+			for _, c := range done {
+				for _, req := range c.batch {
+					for _, r := range req.rows {
+						if t := NamespaceTopic(r.namespaceID); !seen[t] {
+							seen[t] = true
+							topics = append(topics, t)
+						}
+					}
+				}
+			}
+			in.notifier.Publish(context.Background(), topics...)
+		}
+		for _, c := range done {
+			for _, req := range c.batch {
+				req.done <- err
+			}
+			close(c.durable)
+		}
 	}
 }
 
-func (in *Ingester) safeInsert(batch []*batchReq, shard int) (err error) {
+// safeInsert stores batch in one transaction and returns the requests it
+// stored. While wait is open (the previous commit's fsync), requests that
+// arrive are added to the transaction, up to the batch limits.
+func (in *Ingester) safeInsert(batch []*batchReq, shard int, wait <-chan struct{}) (stored []*batchReq, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic while storing mail: %v", p)
@@ -325,38 +402,60 @@ func (in *Ingester) safeInsert(batch []*batchReq, shard int) (err error) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return in.db.InTx(ctx, func(tx *store.Tx) error {
-		blobs := map[string]*blob{}
+	err = in.db.InTxUnsynced(ctx, func(tx *store.Tx) error {
 		var nsIDs []string
 		added := map[string]int64{}
-		for _, req := range batch {
-			for _, r := range req.rows {
-				for _, b := range r.blobs() {
-					blobs[b.hash] = b
+		rawIDs := map[*messageBytes]int64{} // one raw source per delivery
+		last := int64(-1)
+		rows, bytes := 0, int64(0)
+		insert := func(reqs []*batchReq) error {
+			blobs := map[string]*blob{}
+			for _, req := range reqs {
+				for _, r := range req.rows {
+					for _, b := range r.blobs() {
+						blobs[b.hash] = b
+					}
+					if added[r.namespaceID] == 0 {
+						nsIDs = append(nsIDs, r.namespaceID)
+					}
+					added[r.namespaceID]++
 				}
-				if added[r.namespaceID] == 0 {
-					nsIDs = append(nsIDs, r.namespaceID)
-				}
-				added[r.namespaceID]++
+				rows += len(req.rows)
+				bytes += rowsBytes(req.rows)
 			}
+			if err := putBlobs(ctx, tx, blobs); err != nil {
+				return err
+			}
+			for _, req := range reqs {
+				for _, r := range req.rows {
+					seq, err := insertRow(ctx, tx, r, rawIDs)
+					if err != nil {
+						return err
+					}
+					last = seq
+				}
+			}
+			return nil
 		}
-		if err := putBlobs(ctx, tx, blobs); err != nil {
+		if err := insert(batch); err != nil {
 			return err
 		}
-		first, last := int64(-1), int64(-1)
-		for _, req := range batch {
-			for _, r := range req.rows {
-				seq, err := insertRow(ctx, tx, r)
-				if err != nil {
+		for wait != nil && rows < in.maxBatchRows && bytes < in.maxBatchBytes {
+			select {
+			case <-wait:
+				wait = nil
+			case req, ok := <-in.reqs:
+				if !ok {
+					wait = nil
+					break
+				}
+				batch = append(batch, req)
+				if err := insert([]*batchReq{req}); err != nil {
 					return err
 				}
-				if first < 0 {
-					first = seq
-				}
-				last = seq
 			}
 		}
-		if err := indexBatch(ctx, tx, first, last); err != nil {
+		if err := catchUpIndex(ctx, tx, last, false); err != nil {
 			return err
 		}
 		if err := addCounts(ctx, tx, shard, added); err != nil {
@@ -364,27 +463,39 @@ func (in *Ingester) safeInsert(batch []*batchReq, shard int) (err error) {
 		}
 		return enforceQuotas(ctx, tx, nsIDs, in.now().UnixMilli())
 	})
+	return batch, err
 }
 
 // blobs are the blobs the row refers to.
 func (r *row) blobs() []*blob {
 	if r.keepRaw {
-		return []*blob{r.bytes.raw}
+		return nil // its attachments are read from the raw source
 	}
 	return r.bytes.attachments
 }
 
 // insertRow inserts one email and what belongs to it, and returns its seq.
-func insertRow(ctx context.Context, tx *store.Tx, r *row) (int64, error) {
-	doc, err := encodeDoc(r.email)
-	if err != nil {
-		return 0, err
+// rawIDs holds the raw sources inserted by this transaction, so the rows of one
+// delivery share theirs.
+func insertRow(ctx context.Context, tx *store.Tx, r *row, rawIDs map[*messageBytes]int64) (int64, error) {
+	var rawID any // NULL: the namespace does not keep raw email
+	if r.keepRaw {
+		id, ok := rawIDs[r.bytes]
+		if !ok {
+			raw := r.bytes.raw
+			if err := tx.QueryRow(ctx, "INSERT INTO raw_sources (codec, size, data) VALUES (?, ?, ?) RETURNING id",
+				raw.codec, raw.size, raw.data).Scan(&id); err != nil {
+				return 0, fmt.Errorf("insert raw source: %w", err)
+			}
+			rawIDs[r.bytes] = id
+		}
+		rawID = id
 	}
 	var seq int64
-	err = tx.QueryRow(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc, body)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+	err := tx.QueryRow(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc, body, raw_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
 		r.email.ID, r.namespaceID, r.receivedMs, r.expiresMs, r.fromAddr, r.email.Subject, r.size,
-		r.env.ClientIP, r.env.Helo, r.env.MailFrom, doc, r.bytes.body).Scan(&seq)
+		r.env.ClientIP, r.env.Helo, r.env.MailFrom, r.doc, r.bytes.body, rawID).Scan(&seq)
 	if err != nil {
 		return 0, fmt.Errorf("insert email: %w", err)
 	}
@@ -413,11 +524,6 @@ func insertRow(ctx context.Context, tx *store.Tx, r *row) (int64, error) {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, sum.ID, r.email.ID, i, sum.Filename, sum.ContentType, a.ContentID, a.Inline, sum.Size,
 			[]byte{}, blobHash, r.bytes.hashes[i], r.keepRaw); err != nil {
 			return 0, fmt.Errorf("insert attachment: %w", err)
-		}
-	}
-	if r.keepRaw {
-		if _, err := tx.Exec(ctx, "INSERT INTO raw_messages (email_id, data, blob_hash) VALUES (?, ?, ?)", r.email.ID, []byte{}, r.bytes.raw.hash); err != nil {
-			return 0, fmt.Errorf("insert raw message: %w", err)
 		}
 	}
 	return seq, nil

@@ -142,10 +142,13 @@ func (s *Searcher) substring(column, needle string) (string, []any) {
 	if utf8.RuneCountInString(lower) < minTrigram {
 		return "lower(e." + column + `) LIKE ? ESCAPE '\'`, []any{like}
 	}
-	// The trigram tokenizer folds case itself; the LIKE re-check keeps the
-	// meaning exact for ASCII and is cheap on the few candidate rows.
-	return "e.seq IN (SELECT rowid FROM emails_fts WHERE emails_fts MATCH ?)",
-		[]any{column + ": " + ftsPhrase(lower)}
+	// The trigram tokenizer folds case itself. The newest emails, not yet in
+	// the index (at most searchIndexLag of them), are matched row by row with
+	// the same folding.
+	return "e.seq IN (SELECT rowid FROM emails_fts WHERE emails_fts MATCH ?" +
+			" UNION ALL SELECT seq FROM emails WHERE seq > (SELECT indexed_seq FROM search_index_state WHERE id = 1)" +
+			" AND instr(fold(" + column + "), ?) > 0)",
+		[]any{column + ": " + ftsPhrase(lower), lower}
 }
 
 // unfiltered reports whether q selects the whole namespace.
@@ -181,18 +184,34 @@ func (s *Searcher) driveBySubquery(ctx context.Context, q Query) (bool, error) {
 	return n > driveThreshold, nil
 }
 
-// indexBatch adds the emails with seq in [first, last] (one committed batch; the
-// SQLite writer is alone, so the range holds nothing else) to the SQLite FTS5
-// index in one statement, so FTS5 flushes once per batch instead of once per
-// email. PostgreSQL's trigram indexes update with each row and need nothing.
-func indexBatch(ctx context.Context, tx *store.Tx, first, last int64) error {
-	if tx.Dialect() != store.SQLite || first < 0 {
+// searchIndexLag is how many emails the SQLite FTS5 index may lag behind the
+// newest. Adding emails to FTS5 writes a new index segment and now and then
+// merges segments, a cost per statement rather than per email; done once per
+// searchIndexLag emails it is a small share of ingest, and a substring search
+// reads at most that many emails past the index one by one (Searcher.substring).
+const searchIndexLag = 256
+
+// catchUpIndex adds the emails up to seq last to the SQLite FTS5 index once the
+// index lags by searchIndexLag emails, or whenever force is set. It runs in the
+// writer's transaction, so the index and search_index_state move together.
+// PostgreSQL's trigram indexes update with each row and need nothing.
+func catchUpIndex(ctx context.Context, tx *store.Tx, last int64, force bool) error {
+	if tx.Dialect() != store.SQLite || last < 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO emails_fts (rowid, subject, from_addr)
-		SELECT seq, subject, from_addr FROM emails WHERE seq BETWEEN ? AND ?`, first, last)
-	if err != nil {
+	var indexed int64
+	if err := tx.QueryRow(ctx, "SELECT indexed_seq FROM search_index_state WHERE id = 1").Scan(&indexed); err != nil {
+		return fmt.Errorf("read search index position: %w", err)
+	}
+	if last <= indexed || (!force && last-indexed < searchIndexLag) {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO emails_fts (rowid, subject, from_addr)
+		SELECT seq, subject, from_addr FROM emails WHERE seq > ? AND seq <= ?`, indexed, last); err != nil {
 		return fmt.Errorf("index emails for search: %w", err)
+	}
+	if _, err := tx.Exec(ctx, "UPDATE search_index_state SET indexed_seq = ? WHERE id = 1", last); err != nil {
+		return fmt.Errorf("record search index position: %w", err)
 	}
 	return nil
 }
@@ -397,27 +416,24 @@ var ErrRawNotCaptured = errors.New("raw source not captured")
 // It does not check the email's expiry or who may read it: callers look the email
 // up first (ByID).
 func (s *Searcher) RawMessage(ctx context.Context, emailID string) ([]byte, error) {
-	var data, blobData []byte
-	var codec sql.NullInt64
-	err := s.db.QueryRow(ctx, `SELECT r.data, b.codec, b.data FROM raw_messages r
-		LEFT JOIN blobs b ON b.hash = r.blob_hash WHERE r.email_id = ?`, emailID).Scan(&data, &codec, &blobData)
+	var data []byte
+	var codec int
+	err := s.db.QueryRow(ctx, `SELECT r.codec, r.data FROM emails e JOIN raw_sources r ON r.id = e.raw_id
+		WHERE e.id = ?`, emailID).Scan(&codec, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrRawNotCaptured
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get raw message: %w", err)
 	}
-	if codec.Valid {
-		return decodeBlob(int(codec.Int64), blobData)
-	}
-	return data, nil
+	return decodeBlob(codec, data)
 }
 
 // RawSize returns the size in bytes of the email's raw source, or
 // ErrRawNotCaptured.
 func (s *Searcher) RawSize(ctx context.Context, emailID string) (int64, error) {
 	var size int64
-	err := s.db.QueryRow(ctx, "SELECT e.size FROM raw_messages r JOIN emails e ON e.id = r.email_id WHERE r.email_id = ?", emailID).Scan(&size)
+	err := s.db.QueryRow(ctx, "SELECT size FROM emails WHERE id = ? AND raw_id IS NOT NULL", emailID).Scan(&size)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, ErrRawNotCaptured
 	}

@@ -48,10 +48,11 @@ func count(t *testing.T, db *store.DB, q string, args ...any) int {
 	return n
 }
 
-// orphanBlobs counts blobs no row refers to: there must never be any.
-func orphanBlobs(t *testing.T, db *store.DB) int {
-	return count(t, db, `SELECT COUNT(*) FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM raw_messages r WHERE r.blob_hash = b.hash)
-		AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.blob_hash = b.hash)`)
+// orphans counts blobs and raw sources no row refers to: there must never be
+// any.
+func orphans(t *testing.T, db *store.DB) int {
+	return count(t, db, `SELECT COUNT(*) FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.blob_hash = b.hash)`) +
+		count(t, db, `SELECT COUNT(*) FROM raw_sources r WHERE NOT EXISTS (SELECT 1 FROM emails e WHERE e.raw_id = r.id)`)
 }
 
 // attachmentBytes downloads every attachment of an email through the API.
@@ -95,23 +96,26 @@ func TestStorageIsCompressedAndShared(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The raw source is stored once, compressed; the two namespaces that keep it
-		// read their attachments from it; the third has the attachments' own blobs,
-		// the random one stored as it is.
-		if n := count(t, db, "SELECT COUNT(*) FROM blobs"); n != 3 {
-			t.Fatalf("%d blobs, want 3 (raw, photo.jpg, server.log)", n)
+		// The raw source is stored once, compressed, for the two namespaces that
+		// keep it, which read their attachments from it; the third has the
+		// attachments' own blobs, the random one stored as it is.
+		if n := count(t, db, "SELECT COUNT(*) FROM blobs"); n != 2 {
+			t.Fatalf("%d blobs, want 2 (photo.jpg, server.log)", n)
 		}
 		var codec int
 		var size int64
 		var stored []byte
-		if err := db.QueryRow(ctx, "SELECT b.codec, b.size, b.data FROM raw_messages r JOIN blobs b ON b.hash = r.blob_hash WHERE r.email_id = ?", ids[0]).Scan(&codec, &size, &stored); err != nil {
+		if err := db.QueryRow(ctx, "SELECT r.codec, r.size, r.data FROM emails e JOIN raw_sources r ON r.id = e.raw_id WHERE e.id = ?", ids[0]).Scan(&codec, &size, &stored); err != nil {
 			t.Fatal(err)
 		}
 		if codec != 1 || size != int64(len(raw)) || len(stored) >= len(raw)*3/4 {
-			t.Errorf("raw blob: codec %d, size %d, %d bytes stored for %d", codec, size, len(stored), len(raw))
+			t.Errorf("raw source: codec %d, size %d, %d bytes stored for %d", codec, size, len(stored), len(raw))
 		}
-		if n := count(t, db, "SELECT COUNT(DISTINCT blob_hash) FROM raw_messages"); n != 1 {
-			t.Errorf("raw rows refer to %d blobs, want 1", n)
+		if n := count(t, db, "SELECT COUNT(*) FROM raw_sources"); n != 1 {
+			t.Errorf("%d raw sources for one delivery, want 1", n)
+		}
+		if n := count(t, db, "SELECT COUNT(DISTINCT raw_id) FROM emails WHERE raw_id IS NOT NULL"); n != 1 {
+			t.Errorf("emails refer to %d raw sources, want 1", n)
 		}
 		if n := count(t, db, "SELECT COUNT(*) FROM attachments WHERE in_raw AND blob_hash IS NULL"); n != 4 {
 			t.Errorf("%d attachments read from the raw source, want 4", n)
@@ -152,21 +156,29 @@ func TestStorageIsCompressedAndShared(t *testing.T) {
 				t.Errorf("email %s: attachments differ from what was sent", id)
 			}
 		}
-		// The same message again shares the raw blob.
-		if _, err := e.ingester.Deliver(ctx, raw, inbox.Envelope{}, []inbox.Target{{Namespace: a, Recipients: []string{"y@keep-a.localhost"}}}); err != nil {
+		// The same message delivered again is another delivery with its own raw
+		// source (raw sources are not content-addressed); its attachments' blobs
+		// are shared.
+		if _, err := e.ingester.Deliver(ctx, raw, inbox.Envelope{}, []inbox.Target{
+			{Namespace: a, Recipients: []string{"y@keep-a.localhost"}},
+			{Namespace: c, Recipients: []string{"y@noraw.localhost"}},
+		}); err != nil {
 			t.Fatal(err)
 		}
-		if n := count(t, db, "SELECT COUNT(*) FROM blobs"); n != 3 {
-			t.Errorf("%d blobs after a duplicate, want 3", n)
+		if n := count(t, db, "SELECT COUNT(*) FROM blobs"); n != 2 {
+			t.Errorf("%d blobs after a duplicate, want 2", n)
 		}
-		// A blob lives as long as one row refers to it.
+		if n := count(t, db, "SELECT COUNT(*) FROM raw_sources"); n != 2 {
+			t.Errorf("%d raw sources after a second delivery, want 2", n)
+		}
+		// A raw source or a blob lives as long as one row refers to it.
 		for _, step := range []struct {
-			after       time.Duration
-			blobs, rows int
+			after            time.Duration
+			blobs, raw, rows int
 		}{
-			{61 * time.Second, 3, 2}, // keep-a gone; keep-b still refers to the raw blob
-			{121 * time.Second, 2, 1},
-			{181 * time.Second, 0, 0},
+			{61 * time.Second, 2, 1, 3},  // keep-a gone; keep-b still refers to the first raw source
+			{121 * time.Second, 2, 0, 2}, // only the namespace without raw source is left
+			{181 * time.Second, 0, 0, 0},
 		} {
 			if _, err := inbox.Reap(ctx, db, start.Add(step.after)); err != nil {
 				t.Fatal(err)
@@ -174,13 +186,16 @@ func TestStorageIsCompressedAndShared(t *testing.T) {
 			if n := count(t, db, "SELECT COUNT(*) FROM blobs"); n != step.blobs {
 				t.Errorf("after %s: %d blobs, want %d", step.after, n, step.blobs)
 			}
+			if n := count(t, db, "SELECT COUNT(*) FROM raw_sources"); n != step.raw {
+				t.Errorf("after %s: %d raw sources, want %d", step.after, n, step.raw)
+			}
 			if n := count(t, db, "SELECT COUNT(*) FROM emails"); n != step.rows {
 				t.Errorf("after %s: %d emails, want %d", step.after, n, step.rows)
 			}
-			if n := orphanBlobs(t, db); n != 0 {
-				t.Errorf("after %s: %d orphan blobs", step.after, n)
+			if n := orphans(t, db); n != 0 {
+				t.Errorf("after %s: %d orphan blobs or raw sources", step.after, n)
 			}
-			if step.rows == 1 {
+			if step.rows == 2 {
 				e.clock.Store(start.Add(step.after).UnixMilli())
 				if got := e.attachmentBytes(ids[2]); !bytes.Equal(got["photo.jpg"], random) {
 					t.Error("the namespace without raw source lost its attachment")
@@ -210,7 +225,7 @@ func TestLegacyRowsStillRead(t *testing.T) {
 			args []any
 		}{
 			{"UPDATE emails SET doc = ?, body = NULL WHERE id = ?", []any{string(full), id}},
-			{"UPDATE raw_messages SET data = ?, blob_hash = NULL WHERE email_id = ?", []any{raw, id}},
+			{"UPDATE raw_sources SET codec = 0, data = ? WHERE id = (SELECT raw_id FROM emails WHERE id = ?)", []any{raw, id}},
 			{"UPDATE attachments SET data = ?, in_raw = FALSE, sha256 = '' WHERE email_id = ? AND filename = 'photo.jpg'", []any{random, id}},
 			{"UPDATE attachments SET data = ?, in_raw = FALSE, sha256 = '' WHERE email_id = ? AND filename = 'server.log'", []any{log, id}},
 			{"DELETE FROM blobs", nil},
@@ -275,7 +290,7 @@ func TestQuotaDeletesOldestAtIngest(t *testing.T) {
 			t.Fatalf("after 5 emails with quota 3: %s", got)
 		}
 		// Everything of the deleted emails went with them.
-		for table, want := range map[string]int{"emails": 3, "raw_messages": 3, "attachments": 6, "blobs": 3} {
+		for table, want := range map[string]int{"emails": 3, "raw_sources": 3, "attachments": 6, "blobs": 0} {
 			if n := count(t, db, "SELECT COUNT(*) FROM "+table); n != want {
 				t.Errorf("%s: %d rows, want %d", table, n, want)
 			}
@@ -286,8 +301,8 @@ func TestQuotaDeletesOldestAtIngest(t *testing.T) {
 		if n := count(t, db, "SELECT COUNT(*) FROM email_recipients WHERE addr IN ('r3@quota.localhost', 'r4@quota.localhost', 'r5@quota.localhost')"); n != 3 {
 			t.Errorf("%d recipients of kept emails, want 3", n)
 		}
-		if n := orphanBlobs(t, db); n != 0 {
-			t.Errorf("%d orphan blobs", n)
+		if n := orphans(t, db); n != 0 {
+			t.Errorf("%d orphan blobs or raw sources", n)
 		}
 		// Lowering the quota applies at the next arrival; null means no limit.
 		if _, err := e.tenants.UpsertNamespace(ctx, org.ID, "quota", tenant.Settings{QuotaLimit: ptr(2)}); err != nil {
@@ -385,8 +400,8 @@ func TestQuotaUnderConcurrentIngest(t *testing.T) {
 		if n := count(t, db, "SELECT COUNT(*) FROM attachments"); n != 5 {
 			t.Errorf("%d attachments, want 5", n)
 		}
-		if n := orphanBlobs(t, db); n != 0 {
-			t.Errorf("%d orphan blobs", n)
+		if n := orphans(t, db); n != 0 {
+			t.Errorf("%d orphan blobs or raw sources", n)
 		}
 	})
 }

@@ -1,0 +1,97 @@
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// Raw sources stored before migration 0009 (content-addressed blobs found
+// through raw_messages, or bytes in the raw_messages row itself) move to
+// raw_sources, read back byte for byte, and leave no blob behind.
+func TestRawSourcesMigrated(t *testing.T) {
+	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
+		t.Run(d.String(), func(t *testing.T) {
+			ctx := context.Background()
+			db, err := store.Open(ctx, storetest.URL(t, d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := db.MigrateTo(ctx, 8); err != nil {
+				t.Fatal(err)
+			}
+			ts := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
+			if _, err := ts.Bootstrap(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+			ns, err := ts.NamespaceByName(ctx, "default")
+			if err != nil {
+				t.Fatal(err)
+			}
+			big := bytes.Repeat([]byte("a compressible line of a raw message\r\n"), 200)
+			raws := map[string][]byte{
+				"blob-a":   append([]byte("Subject: a\r\n\r\n"), big...),
+				"blob-b":   append([]byte("Subject: a\r\n\r\n"), big...), // the same delivery in a second namespace
+				"inline-c": []byte("Subject: c\r\n\r\nstored in the row\r\n"),
+				"none-d":   nil, // not captured
+			}
+			shared := newBlob(raws["blob-a"])
+			if shared.codec != codecZstd {
+				t.Fatal("test blob not compressed")
+			}
+			now := time.Now().UnixMilli()
+			exec := func(q string, args ...any) {
+				t.Helper()
+				if _, err := db.Exec(ctx, q, args...); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			exec("INSERT INTO blobs (hash, codec, size, data) VALUES (?, ?, ?, ?)", shared.hash, shared.codec, shared.size, shared.data)
+			for _, id := range []string{"blob-a", "blob-b", "inline-c", "none-d"} {
+				exec(`INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc, body)
+					VALUES (?, ?, ?, ?, '', '', ?, '', '', '', ?, NULL)`, id, ns.ID, now, now+3600_000, len(raws[id]),
+					fmt.Sprintf(`{"id":%q,"subject":""}`, id))
+				switch id {
+				case "blob-a", "blob-b":
+					exec("INSERT INTO raw_messages (email_id, data, blob_hash) VALUES (?, ?, ?)", id, []byte{}, shared.hash)
+				case "inline-c":
+					exec("INSERT INTO raw_messages (email_id, data, blob_hash) VALUES (?, ?, NULL)", id, raws[id])
+				}
+			}
+			if err := db.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s := NewSearcher(db)
+			for id, want := range raws {
+				got, err := s.RawMessage(ctx, id)
+				if want == nil {
+					if !errors.Is(err, ErrRawNotCaptured) {
+						t.Errorf("%s: err %v, want ErrRawNotCaptured", id, err)
+					}
+					continue
+				}
+				if err != nil || !bytes.Equal(got, want) {
+					t.Errorf("%s: raw source read back as %d bytes (%v), want %d", id, len(got), err, len(want))
+				}
+				if size, err := s.RawSize(ctx, id); err != nil || size != int64(len(want)) {
+					t.Errorf("%s: raw size %d (%v), want %d", id, size, err, len(want))
+				}
+			}
+			var blobs, sources int
+			db.QueryRow(ctx, "SELECT COUNT(*) FROM blobs").Scan(&blobs)
+			db.QueryRow(ctx, "SELECT COUNT(*) FROM raw_sources").Scan(&sources)
+			if blobs != 0 || sources != 3 {
+				t.Errorf("after the migration: %d blobs, %d raw sources; want 0 and 3", blobs, sources)
+			}
+		})
+	}
+}
