@@ -110,6 +110,8 @@ type Ingester struct {
 	closed  bool
 	writers sync.WaitGroup
 	acker   sync.WaitGroup
+	// closeAcks closes acks once, after the writers: Close may be called again.
+	closeAcks sync.Once
 
 	maxBatchRows  int
 	maxBatchBytes int64
@@ -150,7 +152,7 @@ func (in *Ingester) Close() {
 	}
 	in.mu.Unlock()
 	in.writers.Wait()
-	close(in.acks)
+	in.closeAcks.Do(func() { close(in.acks) })
 	in.acker.Wait()
 }
 
