@@ -346,11 +346,26 @@ func parseFallback(raw []byte) parsed {
 		p.Text = cleanBody(string(raw))
 		return p
 	}
-	for k, vals := range msg.Header {
+	keys := make([]string, 0, len(msg.Header))
+	for k := range msg.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		// net/mail takes any bytes before a colon for a name.
+		name := cleanText(strings.ToLower(k))
+		if name == "" || len(p.Headers) >= maxHeaders {
+			continue
+		}
+		vals := msg.Header[k]
 		for i := range vals {
 			vals[i] = decodeHeader(vals[i], "")
 		}
-		p.Headers[strings.ToLower(k)] = truncate(strings.Join(vals, ", "), maxHeaderValue)
+		v := strings.Join(vals, ", ")
+		if prev, ok := p.Headers[name]; ok {
+			v = prev + ", " + v
+		}
+		p.Headers[name] = truncate(v, maxHeaderValue)
 	}
 	p.Subject = decodeHeader(msg.Header.Get("Subject"), "")
 	if l := looseAddresses(msg.Header.Get("From")); len(l) > 0 {
