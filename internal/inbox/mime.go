@@ -56,123 +56,138 @@ func (h mimeHeader) get(name string) string {
 // ok is false when the block's first line is folded or has no colon: b then does
 // not start with a header block at all.
 func readHeader(b []byte) (h mimeHeader, bodyOff int, ok bool) {
-	var cur []byte // the open field: name, colon, value and any folded lines
-	open := false
-	for pos := 0; pos < len(b); {
-		line, next := b[pos:], len(b)
-		if i := bytes.IndexByte(line, '\n'); i >= 0 {
-			line, next = line[:i], pos+i+1
+	// One string holds the block; fields on one line are slices of it.
+	end := headerEnd(b)
+	block := string(b[:end])
+	h = make(mimeHeader, 0, strings.Count(block, "\n")+1)
+	var (
+		open   bool   // a field has been started
+		name   string // its name
+		value  string // its value, while it has no folded lines
+		folded []byte // its value with folded lines, when it has some
+	)
+	flush := func() {
+		if !open {
+			return
+		}
+		if folded != nil {
+			value = strings.TrimLeft(string(bytes.TrimRight(folded, " \t")), " \t")
+		}
+		h = append(h, headerField{name: name, value: value})
+		open, folded = false, nil
+	}
+	fold := func(line string) {
+		if folded == nil {
+			folded = append(make([]byte, 0, len(value)+len(line)+1), value...)
+		}
+		folded = append(append(folded, ' '), line...)
+	}
+	for pos := 0; pos < len(block); {
+		line := block[pos:]
+		if i := strings.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+			pos += i + 1
 			if n := len(line); n > 0 && line[n-1] == '\r' {
 				line = line[:n-1]
 			}
-			if len(line) == 0 {
-				if open {
-					h = append(h, splitField(cur))
-				}
-				return h, next, true
-			}
+		} else {
+			pos = len(block)
 		}
-		pos = next
-		colon := bytes.IndexByte(line, ':')
+		colon := strings.IndexByte(line, ':')
 		switch {
 		case line[0] == ' ' || line[0] == '\t' || line[0] == '\r':
 			if !open {
 				return nil, 0, false
 			}
-			cur = append(cur, ' ')
-			cur = append(cur, trimASCIISpace(line)...)
+			fold(strings.Trim(line, " \t\r\n"))
 		case colon == 0:
 			// A line without a field name.
 		case colon > 0:
-			name := line[:colon]
-			if name[len(name)-1] == ' ' {
-				name = name[:len(name)-1]
+			n := line[:colon]
+			if n[len(n)-1] == ' ' {
+				n = n[:len(n)-1]
 			}
-			if !validFieldName(name) {
+			if !validFieldName(n) {
 				continue
 			}
-			if open {
-				h = append(h, splitField(cur))
-			}
-			cur = append(append(cur[:0], name...), trimASCIISpace(line[colon:])...)
-			open = true
+			flush()
+			open, name = true, n
+			value = strings.TrimLeft(strings.TrimRight(line[colon+1:], " \t\r\n"), " \t")
 		default:
 			if !open {
 				return nil, 0, false
 			}
-			cur = append(cur, ' ')
-			cur = append(cur, line...)
+			fold(line)
 		}
 	}
-	if open {
-		h = append(h, splitField(cur))
-	}
-	return h, len(b), true
-}
-
-// splitField makes a field of "name: value" and any folded lines: the value
-// without the white space around it.
-func splitField(kv []byte) headerField {
-	s := string(bytes.TrimRight(kv, " \t"))
-	name, value, _ := strings.Cut(s, ":")
-	return headerField{name: name, value: strings.TrimLeft(value, " \t")}
+	flush()
+	return h, bodyStart(b), true
 }
 
 // validFieldName reports whether a field name has only printable ASCII other than
 // the colon (RFC 5322 section 2.2), or spaces, which are kept and make the name
 // match no known field.
-func validFieldName(name []byte) bool {
-	for _, c := range name {
-		if (c < '!' || c > '~') && c != ' ' {
+func validFieldName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; (c < '!' || c > '~') && c != ' ' {
 			return false
 		}
 	}
 	return true
 }
 
-func trimASCIISpace(b []byte) []byte {
-	for len(b) > 0 && isASCIISpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isASCIISpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-func isASCIISpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
-
-// canonicalFieldName is the form in which a field name groups repeated fields:
-// each word capitalised, the rest lower case (as net/textproto does), or the name
-// as sent when it has a space in it.
-func canonicalFieldName(name string) string {
-	if strings.IndexByte(name, ' ') >= 0 {
-		return name
-	}
-	upper := true
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
-			return canonicalize(name)
+// compareFieldNames orders field names by their canonical form, the form in
+// which repeated fields are grouped: each word capitalised and the rest in lower
+// case (as net/textproto writes them), or the name as sent when it has a space
+// in it. It returns 0 for names of the same field.
+func compareFieldNames(a, b string) int {
+	ca, cb := strings.IndexByte(a, ' ') < 0, strings.IndexByte(b, ' ') < 0
+	for i := 0; i < len(a) && i < len(b); i++ {
+		x, y := canonicalByte(a, i, ca), canonicalByte(b, i, cb)
+		if x != y {
+			return int(x) - int(y)
 		}
-		upper = c == '-'
 	}
-	return name
+	return len(a) - len(b)
 }
 
-func canonicalize(name string) string {
-	b := []byte(name)
-	upper := true
-	for i, c := range b {
-		if upper && 'a' <= c && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		} else if !upper && 'A' <= c && c <= 'Z' {
-			b[i] = c - 'A' + 'a'
-		}
-		upper = b[i] == '-'
+// canonicalByte is the byte at i of the canonical form of a field name.
+func canonicalByte(name string, i int, canonical bool) byte {
+	c := name[i]
+	if !canonical {
+		return c
 	}
-	return string(b)
+	upper := i == 0 || name[i-1] == '-'
+	switch {
+	case upper && 'a' <= c && c <= 'z':
+		return c - 'a' + 'A'
+	case !upper && 'A' <= c && c <= 'Z':
+		return c - 'A' + 'a'
+	}
+	return c
 }
+
+// lowerFieldName is a field name in lower case, without an allocation for the
+// names most messages carry.
+func lowerFieldName(name string) string {
+	if l, ok := commonFieldNames[name]; ok {
+		return l
+	}
+	return strings.ToLower(name)
+}
+
+var commonFieldNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{"Authentication-Results", "Cc", "Content-Disposition", "Content-ID", "Content-Id",
+		"Content-Transfer-Encoding", "Content-Type", "Date", "Delivered-To", "DKIM-Signature", "Dkim-Signature",
+		"From", "In-Reply-To", "List-Id", "List-ID", "List-Unsubscribe", "List-Unsubscribe-Post", "Message-ID",
+		"Message-Id", "MIME-Version", "Mime-Version", "Received", "Received-SPF", "References", "Reply-To",
+		"Return-Path", "Sender", "Subject", "Thread-Index", "Thread-Topic", "To", "User-Agent", "X-Mailer",
+		"X-Originating-IP", "X-Priority"} {
+		m[n] = strings.ToLower(n)
+	}
+	return m
+}()
 
 // mimePart is one node of a message's MIME tree, its fields read from its header.
 type mimePart struct {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/mail"
 	"net/textproto"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -92,22 +93,24 @@ func parseMessage(raw []byte) parsed {
 // case, encoded words decoded, the values of a repeated field joined with ", " in
 // the order sent. At most maxHeaders names are kept, the first in sorted order.
 func headerMap(h mimeHeader) map[string]string {
-	keys := make([]string, len(h))
 	order := make([]int, len(h))
-	for i, f := range h {
-		keys[i], order[i] = canonicalFieldName(f.name), i
+	for i := range order {
+		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
+	slices.SortStableFunc(order, func(a, b int) int { return compareFieldNames(h[a].name, h[b].name) })
 	m := make(map[string]string, min(len(h), maxHeaders))
 	var vals []string
 	for i := 0; i < len(order) && len(m) < maxHeaders; {
-		key := keys[order[i]]
+		first := h[order[i]].name
 		vals = vals[:0]
-		for ; i < len(order) && keys[order[i]] == key; i++ {
+		for ; i < len(order) && compareFieldNames(h[order[i]].name, first) == 0; i++ {
 			vals = append(vals, cleanText(decodeWords(h[order[i]].value)))
 		}
-		name := strings.ToLower(key)
-		v := strings.Join(vals, ", ")
+		v := vals[0]
+		if len(vals) > 1 {
+			v = strings.Join(vals, ", ")
+		}
+		name := lowerFieldName(first)
 		if prev, ok := m[name]; ok {
 			v = prev + ", " + v
 		}
@@ -244,9 +247,13 @@ var defaultExtensions = map[string]string{
 // fields: with net/mail, after adding the commas a list often lacks, else
 // leniently (looseAddresses).
 func addressList(h mimeHeader, name string) []Address {
-	list, err := parseAddressList(h.get(name))
+	field := h.get(name)
+	if field == "" {
+		return nil
+	}
+	list, err := parseAddressList(field)
 	if err != nil || len(list) == 0 {
-		raw := decodeWords(h.get(name))
+		raw := decodeWords(field)
 		if raw == "" {
 			return nil
 		}
