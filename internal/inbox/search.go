@@ -394,8 +394,13 @@ func (s *Searcher) AttachmentData(ctx context.Context, id string) ([]byte, error
 // attachmentFromRaw parses the raw source again and returns the attachment at
 // position, checked against the SHA-256 taken at ingest. Should a later version of
 // the parser order or classify parts differently, the attachment is found by its
-// hash among all of them.
+// hash among all of them. An attachment stored empty needs no parse: the parser
+// used before mime.go stored some parts empty (base64 it could not decode) that
+// are now decoded.
 func attachmentFromRaw(raw []byte, position int, sha string) ([]byte, error) {
+	if sha == emptyContentHash {
+		return []byte{}, nil
+	}
 	atts := parseMessage(raw).Attachments
 	if position < len(atts) && contentHash(atts[position].Data) == sha {
 		return atts[position].Data, nil
