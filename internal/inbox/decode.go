@@ -25,9 +25,9 @@ const fallbackCharset = "windows-1252"
 // lookupCharset returns the decoder of a MIME charset name (RFC 2978), by its
 // WHATWG label first (which maps iso-8859-1 to windows-1252 and gb2312 to GBK, as
 // browsers do) and then by its IANA name; nil when unknown. A few names mailers
-// use that neither list knows are read too: 8859-N, cp932, UTF-7 (RFC 2152) and
-// HZ-GB-2312 (RFC 1842), which WHATWG maps to its replacement encoding but older
-// mail still carries.
+// use that neither list knows are read too: UTF-7 (RFC 2152), HZ-GB-2312 (RFC
+// 1842, which WHATWG maps to its replacement encoding but older mail still
+// carries), 8859-N, and the names some Windows and Oracle software write.
 func lookupCharset(name string) encoding.Encoding {
 	name = strings.ToLower(strings.Trim(strings.TrimSpace(name), `"'`))
 	switch {
@@ -37,10 +37,10 @@ func lookupCharset(name string) encoding.Encoding {
 		return simplifiedchinese.HZGB2312
 	case name == "utf-7" || name == "utf7":
 		return utf7
-	case name == "cp932":
-		name = "shift_jis"
 	case strings.HasPrefix(name, "8859-") || strings.HasPrefix(name, "8859_"):
 		name = "iso-8859-" + name[5:]
+	case charsetAliases[name] != "":
+		name = charsetAliases[name]
 	}
 	if e, err := htmlindex.Get(name); err == nil && e != nil {
 		return e
@@ -49,6 +49,13 @@ func lookupCharset(name string) encoding.Encoding {
 		return e
 	}
 	return nil
+}
+
+// charsetAliases are charset names neither WHATWG nor IANA lists: Windows code
+// page and GDI charset numbers, and Oracle's name for Latin-1.
+var charsetAliases = map[string]string{
+	"cp932": "shift_jis", "cp-850": "ibm850", "136": "big5", "238": "windows-1250",
+	"iso646-us": "us-ascii", "we8iso8859p1": "iso-8859-1",
 }
 
 // toUTF8 converts bytes in the named charset to UTF-8. Unknown charsets fall back
@@ -98,11 +105,48 @@ func decodeHeader(v, charset string) string {
 // whose words do not all decode is kept as it was sent.
 func decodeWords(v string) string {
 	if strings.Contains(v, "=?") {
-		if d, err := wordDecoder.DecodeHeader(v); err == nil {
+		if d, err := wordDecoder.DecodeHeader(latin1Words(v)); err == nil {
 			return d
 		}
 	}
 	return v
+}
+
+// latin1Words relabels the encoded words of v that are in ISO-8859-1 as
+// Windows-1252, which mime.WordDecoder would otherwise read itself as strict
+// Latin-1: ISO-8859-1 is read as Windows-1252 everywhere (lookupCharset), so that
+// the bytes 0x80-0x9F are the characters the sender saw ("€", curly quotes)
+// rather than C1 control characters.
+func latin1Words(v string) string {
+	const latin1 = "=?iso-8859-1?"
+	i := indexFoldASCII(v, latin1)
+	if i < 0 {
+		return v
+	}
+	var b strings.Builder
+	for i >= 0 {
+		b.WriteString(v[:i])
+		b.WriteString("=?windows-1252?")
+		v = v[i+len(latin1):]
+		i = indexFoldASCII(v, latin1)
+	}
+	b.WriteString(v)
+	return b.String()
+}
+
+// indexFoldASCII is strings.Index for a lower-case ASCII needle, ignoring case.
+func indexFoldASCII(s, needle string) int {
+	for i := 0; i+len(needle) <= len(s); i++ {
+		j := strings.IndexByte(s[i:], needle[0])
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if i+len(needle) <= len(s) && strings.EqualFold(s[i:i+len(needle)], needle) {
+			return i
+		}
+	}
+	return -1
 }
 
 // headerEnd returns the length of the header block of msg, up to but not including

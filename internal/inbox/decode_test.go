@@ -17,6 +17,7 @@ func TestDecodeHeader(t *testing.T) {
 		{"=?UTF-8?Q?a?= =?UTF-8?Q?b?=", "", "ab"}, // RFC 2047 section 6.2: space between words dropped
 		{"=?UTF-8?Q?a?=  x  =?UTF-8?Q?b?=", "", "a  x  b"},
 		{"=?ISO-8859-1?Q?Andr=E9?=", "", "André"},
+		{"=?iso-8859-1?q?=93hi=94_=80?=", "", "“hi” €"}, // ISO-8859-1 is read as Windows-1252
 		{"=?iso-8859-15?q?=A4?=", "", "€"},
 		{"=?windows-1252?Q?=93hi=94?=", "", "“hi”"},
 		{"=?Shift_JIS?B?gqiSbYLngrk=?=", "", "お知らせ"},

@@ -275,6 +275,7 @@ var addressParser = mail.AddressParser{WordDecoder: wordDecoder}
 // parseAddressList parses an address list; one whose addresses are separated by
 // spaces or semicolons instead of commas is read again with commas.
 func parseAddressList(s string) ([]*mail.Address, error) {
+	s = latin1Words(s)
 	list, err := addressParser.ParseList(s)
 	if err != nil && err.Error() == "mail: expected comma" {
 		return addressParser.ParseList(addCommas(s))

@@ -109,7 +109,7 @@ func decodeQuotedPrintable(body []byte) []byte {
 
 // textToUTF8 converts the bytes of a text part to UTF-8 from the charset it
 // declares (RFC 2046 section 4.1.2). An HTML part that declares none may name one
-// in a meta tag (HTML section 4.2.5.5). Without a charset, bytes that are UTF-8
+// in a meta tag, as browsers read it. Without a charset, bytes that are UTF-8
 // are kept and others read as Windows-1252, as in headers. A charset that is not
 // known leaves the bytes as they are.
 func textToUTF8(b []byte, charset string, html bool) string {
