@@ -462,13 +462,22 @@ func parseMediaType(v string) (mtype string, params map[string]string, ok bool) 
 //     the type application/octet-stream;
 //   - a type without a subtype gets the usual one (text/ is text/plain,
 //     multipart/ multipart/mixed, anything else application/octet-stream), and
-//     a type with more than one slash keeps the first two parts.
+//     a type with more than one slash keeps the first two parts;
+//   - HTML tags at the end of the value are dropped (a "<br>" that webmail
+//     software appended), and so is anything after a quoted value's last quote.
 //
 // ok is false when the type still is not a token or token/token (RFC 2045
 // section 5.1).
 func parseBrokenMediaType(v string) (mtype string, params map[string]string, ok bool) {
 	if strings.ContainsAny(v, "\r\n") {
 		v = strings.NewReplacer("\r", "", "\n", " ").Replace(v)
+	}
+	for v = strings.TrimSpace(v); strings.HasSuffix(v, ">"); v = strings.TrimSpace(v) {
+		i := strings.LastIndexByte(v, '<')
+		if i < 0 {
+			break
+		}
+		v = v[:i]
 	}
 	segs := splitUnquoted(v, ';')
 	t, rest := strings.TrimSpace(segs[0]), segs[1:]

@@ -97,6 +97,9 @@ func TestParseMediaType(t *testing.T) {
 		{`a; name*=utf-8''%E2%82%AC.txt; x*0=one; x*1*=%20two`, "a", map[string]string{"name": "€.txt", "x": "one two"}, true},
 		{`a; name*=iso-8859-1''%E4.txt; z=1`, "a", map[string]string{"z": "1"}, true},
 		{`a; path="C:\dir\f.txt"; q="\"x\" \\"`, "a", map[string]string{"path": `C:\dir\f.txt`, "q": `"x" \`}, true},
+		{"text/html; charset=iso-8859-1<br>", "text/html", map[string]string{"charset": "iso-8859-1"}, true},
+		{`attachment; filename="a.pdf" (1); size=3`, "attachment", map[string]string{"filename": "a.pdf", "size": "3"}, true},
+		{"text/html <p>body</p>", "", nil, false},
 		{"text plain", "", nil, false},
 		{"text/pl ain; x=1", "", nil, false},
 	} {

@@ -372,12 +372,28 @@ var expectedDifferences = map[string]expectedDifference{
 	// A raw 8-bit file name is read in the part's charset (else Windows-1252)
 	// also when it is not quoted; enmime lost its 8-bit characters.
 	"charset/filename-latin1-unquoted": {"unquoted 8-bit file name decoded", func(p parsed) error { return wantAttachment(p, 0, "März.csv", "x") }},
+	// So are the bytes of an encoded word in a file name that are not valid in
+	// its charset (a Latin-1 byte in a word labelled UTF-8); enmime made them
+	// spaces.
+	"charset/filename-word-not-utf8": {"mislabelled encoded file name decoded", func(p parsed) error { return wantAttachment(p, 0, "März.csv", "x") }},
 	// Broken Content-Type values: a missing ";" before the parameters is assumed
 	// (enmime made the part application/octet-stream), and a part whose
 	// Content-Type cannot be read at all is text/plain, as RFC 2045 section 5.2
 	// recommends (enmime dropped the part).
 	"param/missing-semicolon": {"missing ';' before parameters assumed", wantText("Café")},
 	"param/garbage-type":      {"unreadable part Content-Type is text/plain", wantText("first\n--\nsecond")},
+	// Other malformed values are repaired by parseBrokenMediaType's rules,
+	// which differ from enmime's: text after a quoted value's closing quote is
+	// dropped (enmime kept it, quotes and all, in the file name), and a
+	// Content-Type line that swallowed the body for want of a blank line makes
+	// the message broken mail, its text kept (enmime dropped the body).
+	"param/junk-after-quote": {"text after a closing quote dropped", func(p parsed) error { return wantAttachment(p, 0, "report.pdf", "x") }},
+	"param/body-in-header": {"a body folded into Content-Type is kept", func(p parsed) error {
+		if !strings.Contains(p.Text, "<p>Café</p>") || p.HTML != "" {
+			return fmt.Errorf("text %q, html %q", p.Text, p.HTML)
+		}
+		return nil
+	}},
 	// Content-ID is returned as sent, so it matches the message's cid: URLs;
 	// enmime URL-decoded it ("+" became a space).
 	"cid/url-characters": {"Content-ID kept as sent", func(p parsed) error {
@@ -704,6 +720,7 @@ Subject: original
 	{"charset/root-no-content-type-latin1", "Subject: plain\r\n\r\nCaf\xe9\r\n"},
 	{"charset/root-no-content-type-ascii", "Subject: plain\r\n\r\nplain ascii\r\n"},
 	{"charset/filename-koi8", multipart("Content-Type: text/plain; charset=koi8-r; name=\"\xf0\xd2\xc9.txt\"\r\nContent-Disposition: attachment; filename=\"\xf0\xd2\xc9.txt\"\r\n\r\nx")},
+	{"charset/filename-word-not-utf8", multipart("Content-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"=?utf-8?q?M=E4rz.csv?=\"\r\n\r\nx")},
 	{"charset/filename-latin1-unquoted", multipart("Content-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=M\xe4rz.csv\r\n\r\nx")},
 
 	// Headers.
@@ -763,6 +780,9 @@ Subject: original
 	{"param/spaces-around-equals", multipart("Content-Type: text/plain; charset = \"koi8-r\"\r\n\r\n\xf0\xd2")},
 	{"param/trailing-comma", multipart("Content-Type: text/plain; charset=koi8-r,\r\n\r\n\xf0\xd2")},
 	{"param/upper-case-names", multipart("Content-Type: TEXT/PLAIN; CHARSET=KOI8-R\r\n\r\n\xf0\xd2", "Content-Type: Application/PDF; NAME=\"Upper.PDF\"\r\n\r\n%PDF")},
+	{"param/trailing-html", "Content-Type: text/html; charset=iso-8859-1<br>\r\n\r\n<p>Caf\xe9</p>\r\n"},
+	{"param/junk-after-quote", multipart("Content-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"report.pdf\" (1)\r\n\r\nx")},
+	{"param/body-in-header", "Subject: s\r\nContent-Type: text/html\r\n<p>Caf\xc3\xa9</p>\r\n"},
 	{"param/path-name", multipart("Content-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"C:\\dir\\file.txt\"\r\n\r\nx")},
 
 	// Content-ID.
