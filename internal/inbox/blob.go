@@ -47,15 +47,21 @@ func mustDecoder() *zstd.Decoder {
 	return d
 }
 
-// blob is content ready to store: named by the SHA-256 of the content, and
-// compressed when that makes it smaller. Data that is already compressed (a JPEG,
-// a ZIP, a PDF's streams) does not shrink and is stored as it is, so reading it
-// back costs nothing.
-type blob struct {
-	hash  string // hex SHA-256 of the content
+// packed is content ready to store: compressed when that makes it smaller. Data
+// that is already compressed (a JPEG, a ZIP, a PDF's streams) does not shrink and
+// is stored as it is, so reading it back costs nothing. Raw sources, bodies and
+// blobs are all stored this way.
+type packed struct {
 	codec int
 	size  int64  // content bytes
 	data  []byte // as stored
+}
+
+// blob is an attachment's packed content named by its SHA-256, so the same
+// bytes are stored once however many rows refer to them.
+type blob struct {
+	hash string // hex SHA-256 of the content
+	packed
 }
 
 // contentHash names content: hex SHA-256.
@@ -72,19 +78,21 @@ var emptyContentHash = contentHash(nil)
 // every 1 KB message cost 14% of ingest's CPU.
 const minCompress = 2048
 
-// newBlob prepares content for storage. Content under minCompress is stored as
-// it is.
-func newBlob(content []byte) *blob { return newHashedBlob(content, contentHash(content)) }
-
-// newHashedBlob is newBlob for content whose hash is known.
-func newHashedBlob(content []byte, hash string) *blob {
-	b := &blob{hash: hash, codec: codecNone, size: int64(len(content)), data: nonNil(content)}
+// pack prepares content for storage. Content under minCompress is stored as it
+// is.
+func pack(content []byte) packed {
+	p := packed{codec: codecNone, size: int64(len(content)), data: nonNil(content)}
 	if len(content) >= minCompress {
 		if z := zstdEncoder.EncodeAll(content, make([]byte, 0, len(content)/2)); len(z) < len(content) {
-			b.codec, b.data = codecZstd, z
+			p.codec, p.data = codecZstd, z
 		}
 	}
-	return b
+	return p
+}
+
+// newHashedBlob packs content whose SHA-256 (contentHash) is hash.
+func newHashedBlob(content []byte, hash string) *blob {
+	return &blob{hash: hash, packed: pack(content)}
 }
 
 // decodeBlob returns the content of stored bytes.
@@ -177,7 +185,7 @@ func encodeBody(text, html string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode email body: %w", err)
 	}
-	stored := newHashedBlob(b, "")
+	stored := pack(b)
 	return append([]byte{byte(stored.codec)}, stored.data...), nil
 }
 

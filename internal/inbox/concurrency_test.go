@@ -164,35 +164,9 @@ func TestBlobSurvivesConcurrentDelete(t *testing.T) {
 		var oldSeq int64
 		db.QueryRow(ctx, "SELECT seq FROM emails WHERE id = ?", old.email.ID).Scan(&oldSeq)
 
-		stored, deleted := make(chan struct{}), make(chan error, 1)
-		done := make(chan error, 1)
-		go func() {
-			done <- db.InTx(ctx, func(tx *store.Tx) error {
-				if err := put(tx, newRow()); err != nil {
-					return err
-				}
-				close(stored)
-				// Hold the transaction open while the delete runs into it.
-				select {
-				case err := <-deleted:
-					return fmt.Errorf("the delete finished before this writer committed: %v", err)
-				case <-time.After(300 * time.Millisecond):
-				}
-				return nil
-			})
-		}()
-		<-stored
-		go func() {
-			deleted <- db.InTx(ctx, func(tx *store.Tx) error {
-				return deleteEmails(ctx, tx, []any{oldSeq}, []any{old.email.ID})
-			})
-		}()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		if err := <-deleted; err != nil {
-			t.Fatal(err)
-		}
+		runInto(t, db,
+			func(tx *store.Tx) error { return put(tx, newRow()) },
+			func(tx *store.Tx) error { return deleteEmails(ctx, tx, []any{oldSeq}, []any{old.email.ID}) })
 		var n int
 		db.QueryRow(ctx, `SELECT COUNT(*) FROM attachments a JOIN blobs b ON b.hash = a.blob_hash`).Scan(&n)
 		if n != 1 {
@@ -260,35 +234,9 @@ func TestSharedRawSourceDeletedByConcurrentDeletes(t *testing.T) {
 		}
 		first, second := rows[0].email.ID, rows[1].email.ID
 		firstSeq, secondSeq := seqOf(first), seqOf(second)
-		deletedFirst, secondDone := make(chan struct{}), make(chan error, 1)
-		firstDone := make(chan error, 1)
-		go func() {
-			firstDone <- db.InTx(ctx, func(tx *store.Tx) error {
-				if err := deleteEmails(ctx, tx, []any{firstSeq}, []any{first}); err != nil {
-					return err
-				}
-				close(deletedFirst)
-				// Hold the transaction open while the other delete runs into it.
-				select {
-				case err := <-secondDone:
-					return fmt.Errorf("the second delete finished before the first committed: %v", err)
-				case <-time.After(300 * time.Millisecond):
-				}
-				return nil
-			})
-		}()
-		<-deletedFirst
-		go func() {
-			secondDone <- db.InTx(ctx, func(tx *store.Tx) error {
-				return deleteEmails(ctx, tx, []any{secondSeq}, []any{second})
-			})
-		}()
-		if err := <-firstDone; err != nil {
-			t.Fatal(err)
-		}
-		if err := <-secondDone; err != nil {
-			t.Fatal(err)
-		}
+		runInto(t, db,
+			func(tx *store.Tx) error { return deleteEmails(ctx, tx, []any{firstSeq}, []any{first}) },
+			func(tx *store.Tx) error { return deleteEmails(ctx, tx, []any{secondSeq}, []any{second}) })
 		if n := countRows(t, db, "SELECT COUNT(*) FROM raw_sources"); n != 0 {
 			t.Fatalf("%d raw sources left after both emails were deleted, want 0", n)
 		}
@@ -302,4 +250,41 @@ func countRows(t *testing.T, db *store.DB, q string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// runInto runs first in a transaction and, once first's work is done, second in
+// another, while the first transaction is held open for a while: second runs
+// into first's uncommitted work. It fails the test if either fails, or if second
+// finished before first committed (its locks did not make it wait).
+func runInto(t *testing.T, db *store.DB, first, second func(*store.Tx) error) {
+	t.Helper()
+	ctx := context.Background()
+	worked, secondDone := make(chan struct{}), make(chan error, 1)
+	firstDone := make(chan error, 1)
+	go func() {
+		firstDone <- db.InTx(ctx, func(tx *store.Tx) error {
+			if err := first(tx); err != nil {
+				return err
+			}
+			close(worked)
+			select {
+			case err := <-secondDone:
+				return fmt.Errorf("the second transaction finished before the first committed: %v", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-worked:
+	case err := <-firstDone:
+		t.Fatal(err)
+	}
+	go func() { secondDone <- db.InTx(ctx, second) }()
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-secondDone; err != nil {
+		t.Fatal(err)
+	}
 }

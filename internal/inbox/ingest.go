@@ -58,7 +58,7 @@ type row struct {
 // attachments' own blobs.
 type messageBytes struct {
 	body        []byte   // text and html, as stored in emails.body
-	raw         *blob    // set when a target keeps the raw source (no hash)
+	raw         *packed  // set when a target keeps the raw source
 	attachments []*blob  // set when a target does not
 	hashes      []string // SHA-256 of each attachment's bytes
 }
@@ -79,7 +79,8 @@ func newMessageBytes(raw []byte, p parsed, targets []Target) (*messageBytes, err
 	for _, t := range targets {
 		switch {
 		case t.Namespace.CaptureRawEmail && mb.raw == nil:
-			mb.raw = newHashedBlob(raw, "") // raw sources are not content-addressed
+			p := pack(raw) // raw sources are not content-addressed
+			mb.raw = &p
 		case !t.Namespace.CaptureRawEmail && mb.attachments == nil:
 			mb.attachments = make([]*blob, len(p.Attachments))
 			for i, a := range p.Attachments {

@@ -21,14 +21,7 @@ import (
 func TestRawSourcesMigrated(t *testing.T) {
 	eachDialectAt(t, 8, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		ts := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
-		if _, err := ts.Bootstrap(ctx, ""); err != nil {
-			t.Fatal(err)
-		}
-		ns, err := ts.NamespaceByName(ctx, "default")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ns := defaultNamespace(t, db)
 		big := bytes.Repeat([]byte("a compressible line of a raw message\r\n"), 200)
 		raws := map[string][]byte{
 			"blob-a":   append([]byte("Subject: a\r\n\r\n"), big...),
@@ -36,7 +29,7 @@ func TestRawSourcesMigrated(t *testing.T) {
 			"inline-c": []byte("Subject: c\r\n\r\nstored in the row\r\n"),
 			"none-d":   nil, // not captured
 		}
-		shared := newBlob(raws["blob-a"])
+		shared := newHashedBlob(raws["blob-a"], contentHash(raws["blob-a"]))
 		if shared.codec != codecZstd {
 			t.Fatal("test blob not compressed")
 		}
@@ -111,14 +104,7 @@ func eachDialectAt(t *testing.T, version int, fn func(t *testing.T, db *store.DB
 func TestRecipientsKeptByRebuild(t *testing.T) {
 	eachDialectAt(t, 10, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		ts := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
-		if _, err := ts.Bootstrap(ctx, ""); err != nil {
-			t.Fatal(err)
-		}
-		ns, err := ts.NamespaceByName(ctx, "default")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ns := defaultNamespace(t, db)
 		in := NewIngester(db, notify.NewHub())
 		for i := 0; i < 3; i++ {
 			raw := []byte(fmt.Sprintf("From: a@b.c\r\nTo: user%d@default.localhost, shared@default.localhost\r\nSubject: m%d\r\n\r\nbody\r\n", i, i))
@@ -146,4 +132,20 @@ func TestRecipientsKeptByRebuild(t *testing.T) {
 			}
 		}
 	})
+}
+
+// defaultNamespace bootstraps db's first organisation and returns its namespace
+// "default".
+func defaultNamespace(t *testing.T, db *store.DB) tenant.Namespace {
+	t.Helper()
+	ctx := context.Background()
+	ts := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
+	if _, err := ts.Bootstrap(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := ts.NamespaceByName(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/catchbox/catchbox/internal/notify"
-	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
-	"github.com/catchbox/catchbox/internal/tenant"
 )
 
 // On SQLite the trigram index lags behind the newest emails by up to
@@ -20,14 +17,7 @@ import (
 func TestSubstringSearchAcrossIndexLag(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		ts := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
-		if _, err := ts.Bootstrap(ctx, ""); err != nil {
-			t.Fatal(err)
-		}
-		ns, err := ts.NamespaceByName(ctx, "default")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ns := defaultNamespace(t, db)
 		in := NewIngester(db, notify.NewHub())
 		defer in.Close()
 		send := func(subject, from string) string {
@@ -91,7 +81,7 @@ func TestSubstringSearchAcrossIndexLag(t *testing.T) {
 			}
 		}
 		// Deleting an indexed and an unindexed email keeps the index whole.
-		err = db.InTx(ctx, func(tx *store.Tx) error {
+		err := db.InTx(ctx, func(tx *store.Tx) error {
 			for _, id := range []string{early, late} {
 				var seq int64
 				if err := tx.QueryRow(ctx, "SELECT seq FROM emails WHERE id = ?", id).Scan(&seq); err != nil {
