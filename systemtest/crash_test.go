@@ -1,6 +1,7 @@
 package systemtest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +16,21 @@ import (
 // not be there.
 func TestCrashUnderLoad(t *testing.T) {
 	skipShort(t)
-	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
-		t.Run(d.String(), func(t *testing.T) {
+	cases := []struct {
+		name    string
+		dialect store.Dialect
+		// afterWALRestart kills the server just after it has started its
+		// SQLite WAL over from the first frame, so that the file then holds
+		// the newest frames at its start and older ones further on.
+		afterWALRestart bool
+	}{
+		{"sqlite", store.SQLite, false},
+		{"sqlite-after-wal-restart", store.SQLite, true},
+		{"postgres", store.Postgres, false},
+	}
+	for _, c := range cases {
+		d := c.dialect
+		t.Run(c.name, func(t *testing.T) {
 			dataDir := t.TempDir()
 			env := map[string]string{"CATCHBOX_DATA_DIR": dataDir}
 			dbURL := storetest.URL(t, d) // skips the PostgreSQL run without a server
@@ -27,12 +41,31 @@ func TestCrashUnderLoad(t *testing.T) {
 			for i := range addrs {
 				addrs[i] = first.SMTP
 			}
-			l := startLoad(t, "crash", addrs, 2000)
+			max := 2000
+			if c.afterWALRestart {
+				max = 20000
+			}
+			l := startLoad(t, "crash", addrs, max)
 			// Kill somewhere in the middle of the load: after enough
 			// acknowledgements that commits are in flight on every connection.
 			if !eventually(60*time.Second, 10*time.Millisecond, func() bool { return l.ackedCount() >= 150 }) {
 				l.stop()
 				t.Fatalf("the load did not reach 150 acknowledged messages: %s", summarize(l.results()))
+			}
+			if c.afterWALRestart {
+				dbPath := strings.TrimPrefix(dbURL, "sqlite://")
+				var peak uint32
+				restarted := eventually(120*time.Second, 5*time.Millisecond, func() bool {
+					n, ok := store.SQLiteWALFrames(dbPath)
+					if ok && n > peak {
+						peak = n
+					}
+					return ok && peak > 1000 && n < peak/2 && n > 0
+				})
+				if !restarted {
+					l.stop()
+					t.Fatalf("the WAL did not restart under load (peak %d frames): %s", peak, summarize(l.results()))
+				}
 			}
 			first.kill()
 			l.stop()

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
@@ -65,7 +66,8 @@ type DB struct {
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt // SQLite writer statements, prepared once
 
-	wal *walSyncer // SQLite: makes the writer's commits durable
+	wal        *walSyncer  // SQLite: makes the writer's commits durable
+	restartWAL atomic.Bool // SQLite: maintainWAL asks the writer to restart the WAL
 }
 
 // maxCachedStmts bounds the statement cache; queries built with a variable
@@ -140,7 +142,10 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 	// with synchronous(OFF) and its commits are made durable by walSyncer, one
 	// fsync for every transaction committed meanwhile, outside the writer.
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
-	writerPragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(OFF)"
+	// The writer never checkpoints by itself (wal_autocheckpoint(0)): done by
+	// the committing connection, checkpoints would stall ingest, and with
+	// synchronous(OFF) they would not be durable; maintainWAL runs them.
+	writerPragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(OFF)&_pragma=wal_autocheckpoint(0)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + writerPragmas + "&_pragma=journal_mode(WAL)&_txlock=immediate"
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -153,18 +158,15 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	// Checkpoints move the WAL into the database file and fsync it. Done by the
-	// committing connection, they would stall ingest; a background connection
-	// does them instead (see maintainWAL).
-	if _, err := w.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("configure sqlite: %w", err)
-	}
 	// A read transaction opens (and on a new database creates) the WAL file.
 	var n int
 	if err := w.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if err := preallocateWAL(path + "-wal"); err != nil {
+		w.Close()
+		return nil, err
 	}
 	wal, err := newWALSyncer(path + "-wal")
 	if err != nil {
@@ -190,48 +192,8 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 	m.SetMaxOpenConns(1)
 	db := &DB{Dialect: SQLite, W: w, R: r, URL: "sqlite://" + path, stop: make(chan struct{}), wal: wal}
 	db.wg.Add(1)
-	go db.maintainWAL(m, db.stop)
+	go db.maintainWAL(m, path+"-shm", db.stop)
 	return db, nil
-}
-
-// Checkpoint thresholds, in WAL pages (4 KiB each).
-const (
-	walPassivePages  = 1000  // ~4 MiB: copy what readers allow into the database file
-	walTruncatePages = 16384 // ~64 MiB: also reset the WAL file, waiting briefly for readers
-)
-
-// maintainWAL checkpoints the SQLite WAL from its own connection, so that the
-// writer's commits only append to the WAL and fsync it. A PASSIVE checkpoint
-// never blocks the writer or readers; when the WAL has grown large, a TRUNCATE
-// checkpoint (which waits for the writer's current transaction only) resets it.
-func (db *DB) maintainWAL(m *sql.DB, stop <-chan struct{}) {
-	defer db.wg.Done()
-	defer m.Close()
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			m.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
-			return
-		case <-t.C:
-		}
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					slog.Error("WAL checkpoint panicked", "panic", fmt.Sprint(p))
-				}
-			}()
-			var busy, logPages, done int
-			if err := m.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &done); err != nil {
-				slog.Warn("WAL checkpoint failed", "err", err)
-				return
-			}
-			if logPages >= walTruncatePages {
-				m.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
-			}
-		}()
-	}
 }
 
 func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
@@ -391,6 +353,9 @@ func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 // its next transaction while the last one's fsync runs, and acknowledges after
 // Sync. On PostgreSQL it is InTx.
 func (db *DB) InTxUnsynced(ctx context.Context, fn func(*Tx) error) (err error) {
+	if db.Dialect == SQLite {
+		db.maybeRestartWAL(ctx)
+	}
 	sqlTx, err := db.W.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
