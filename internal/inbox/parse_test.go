@@ -207,9 +207,11 @@ func FuzzParseSearch(f *testing.F) {
 		// The SQL built from any accepted query has one argument per placeholder.
 		for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
 			s := &Searcher{db: &store.DB{Dialect: d}, now: time.Now}
-			where, args := s.where(q, d == store.SQLite)
-			if n := strings.Count(where, "?"); n != len(args) {
-				t.Fatalf("%s: %d placeholders, %d arguments: %s", d, n, len(args), where)
+			for _, p := range []searchPlan{{}, {drive: true}, {scan: true}, {drive: true, scan: true}} {
+				where, args := s.where(q, p)
+				if n := strings.Count(where, "?"); n != len(args) {
+					t.Fatalf("%s %+v: %d placeholders, %d arguments: %s", d, p, n, len(args), where)
+				}
 			}
 		}
 		if hi, ok := prefixUpperBound(strings.ToLower(q.ToAddrPrefix)); ok && hi <= strings.ToLower(q.ToAddrPrefix) {

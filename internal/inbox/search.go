@@ -44,10 +44,15 @@ const minTrigram = 3
 type Searcher struct {
 	db  *store.DB
 	now func() time.Time
+	// scanLimit is the namespace size up to which a substring filter is
+	// matched row by row rather than through the trigram index (SQLite).
+	scanLimit int64
 }
 
 // NewSearcher returns a searcher over db.
-func NewSearcher(db *store.DB) *Searcher { return &Searcher{db: db, now: time.Now} }
+func NewSearcher(db *store.DB) *Searcher {
+	return &Searcher{db: db, now: time.Now, scanLimit: driveThreshold}
+}
 
 // SetClock replaces the clock (tests).
 func (s *Searcher) SetClock(now func() time.Time) { s.now = now }
@@ -78,11 +83,13 @@ func ftsPhrase(s string) string {
 
 // where builds the shared WHERE clause of the page and count queries.
 //
-// With drive set (SQLite only), the namespace and expiry terms are written so
+// With p.drive set (SQLite only), the namespace and expiry terms are written so
 // that SQLite cannot use an index for them (a unary +): the plan then starts from
 // the filter's subquery and fetches the few matching rows by seq, instead of
 // walking every index entry of the namespace and probing the subquery for each.
-func (s *Searcher) where(q Query, drive bool) (string, []any) {
+// With p.scan set, substring filters are checked on each row of the namespace.
+func (s *Searcher) where(q Query, p searchPlan) (string, []any) {
+	drive := p.drive
 	now := s.now().UnixMilli()
 	conds := []string{"e.namespace_id = ?", "e.expires_ms > ?"}
 	switch {
@@ -116,12 +123,12 @@ func (s *Searcher) where(q Query, drive bool) (string, []any) {
 		}
 	}
 	if q.SubjectIncludes != "" {
-		c, a := s.substring("subject", q.SubjectIncludes)
+		c, a := s.substring("subject", q.SubjectIncludes, p.scan)
 		conds = append(conds, c)
 		args = append(args, a...)
 	}
 	if q.FromAddrIncludes != "" {
-		c, a := s.substring("from_addr", q.FromAddrIncludes)
+		c, a := s.substring("from_addr", q.FromAddrIncludes, p.scan)
 		conds = append(conds, c)
 		args = append(args, a...)
 	}
@@ -129,8 +136,9 @@ func (s *Searcher) where(q Query, drive bool) (string, []any) {
 }
 
 // substring matches column against a case-insensitive substring through the
-// trigram index of the store (FTS5 on SQLite, pg_trgm on PostgreSQL).
-func (s *Searcher) substring(column, needle string) (string, []any) {
+// trigram index of the store (FTS5 on SQLite, pg_trgm on PostgreSQL), or on
+// SQLite with scan set, row by row.
+func (s *Searcher) substring(column, needle string, scan bool) (string, []any) {
 	lower := strings.ToLower(needle)
 	like := "%" + escapeLike(lower) + "%"
 	if s.db.Dialect == store.Postgres {
@@ -141,6 +149,10 @@ func (s *Searcher) substring(column, needle string) (string, []any) {
 	}
 	if utf8.RuneCountInString(lower) < minTrigram {
 		return "lower(e." + column + `) LIKE ? ESCAPE '\'`, []any{like}
+	}
+	if scan {
+		// The same folding as the index's tail below.
+		return "instr(fold(e." + column + "), ?) > 0", []any{lower}
 	}
 	// The trigram tokenizer folds case itself. The newest emails, not yet in
 	// the index (at most searchIndexLag of them), are matched row by row with
@@ -161,27 +173,39 @@ func unfiltered(q Query) bool {
 // starts from the trigram index rather than from the namespace's rows.
 const driveThreshold = 5000
 
-// driveBySubquery decides, on SQLite, whether the plan should start from the
-// filter's subquery (see where). A to_addr_prefix subquery is bounded by the
-// namespace, so it always leads. The trigram index spans every namespace, so a
-// substring leads only in a namespace large enough that walking its rows costs
-// more than looking up the index's candidates.
-func (s *Searcher) driveBySubquery(ctx context.Context, q Query) (bool, error) {
+// searchPlan is how a SQLite search finds its rows (see where).
+type searchPlan struct {
+	drive bool // start from the filters' subqueries, not the namespace's rows
+	scan  bool // check substring filters row by row, without the trigram index
+}
+
+// plan decides, on SQLite, how the search finds its rows. A to_addr_prefix
+// subquery is bounded by the namespace, so it always leads. The trigram index
+// spans every namespace: in a namespace large enough that walking its rows
+// costs more than the index's candidates, the substring subquery leads; in a
+// smaller one the index is not used at all, since SQLite would gather every
+// match of every namespace to probe it (half a second for a common phrase over
+// a million emails), while checking each of the namespace's rows takes about a
+// microsecond.
+func (s *Searcher) plan(ctx context.Context, q Query) (searchPlan, error) {
 	if s.db.Dialect != store.SQLite {
-		return false, nil // PostgreSQL plans from its statistics
+		return searchPlan{}, nil // PostgreSQL plans from its statistics
 	}
-	if q.ToAddrPrefix != "" {
-		return true, nil
-	}
+	p := searchPlan{drive: q.ToAddrPrefix != ""}
 	long := func(f string) bool { return utf8.RuneCountInString(f) >= minTrigram }
 	if !long(q.SubjectIncludes) && !long(q.FromAddrIncludes) {
-		return false, nil
+		return p, nil
 	}
 	var n int64
 	if err := s.db.QueryRow(ctx, "SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?", q.NamespaceID).Scan(&n); err != nil {
-		return false, fmt.Errorf("size of namespace: %w", err)
+		return p, fmt.Errorf("size of namespace: %w", err)
 	}
-	return n > driveThreshold, nil
+	if n <= s.scanLimit {
+		p.scan = true
+	} else {
+		p.drive = true
+	}
+	return p, nil
 }
 
 // searchIndexLag is how many emails the SQLite FTS5 index may lag behind the
@@ -219,11 +243,11 @@ func catchUpIndex(ctx context.Context, tx *store.Tx, last int64, force bool) err
 // Search returns one page of matching emails, newest first, and the total count.
 // Expired emails are never returned, even before the reaper deletes them.
 func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
-	drive, err := s.driveBySubquery(ctx, q)
+	p, err := s.plan(ctx, q)
 	if err != nil {
 		return Result{}, err
 	}
-	where, args := s.where(q, drive)
+	where, args := s.where(q, p)
 	var res Result
 	if unfiltered(q) {
 		// Read from namespace_counts rather than counted: constant time however
