@@ -17,15 +17,8 @@ import (
 // keeps more than its quota. (SQLite has one writer: the race cannot happen.)
 func TestQuotaLockSerializesWriters(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		if db.Dialect != store.Postgres {
-			t.Skip("SQLite has a single writer")
-		}
 		ctx := context.Background()
-		svc := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
-		org, err := svc.CreateOrg(ctx, "org", 100, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, org := concurrentWritersOrg(t, db)
 		ns, err := svc.CreateNamespace(ctx, org.ID, "quota", tenant.Settings{QuotaLimit: ptrInt(2)})
 		if err != nil {
 			t.Fatal(err)
@@ -111,22 +104,29 @@ func TestQuotaLockSerializesWriters(t *testing.T) {
 	})
 }
 
-func ptrInt(v int) *int { return &v }
+// concurrentWritersOrg skips the test on SQLite, whose single writer cannot
+// race with itself, and otherwise returns a tenant service and a fresh
+// organisation.
+func concurrentWritersOrg(t *testing.T, db *store.DB) (*tenant.Service, tenant.Org) {
+	t.Helper()
+	if db.Dialect != store.Postgres {
+		t.Skip("SQLite has a single writer")
+	}
+	svc := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
+	org, err := svc.CreateOrg(context.Background(), "org", 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, org
+}
 
 // A writer storing a message whose attachment is already stored, while the
 // last email referring to it is deleted: the blob must survive with the new
 // reference. (SQLite has one writer: the race cannot happen.)
 func TestBlobSurvivesConcurrentDelete(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		if db.Dialect != store.Postgres {
-			t.Skip("SQLite has a single writer")
-		}
 		ctx := context.Background()
-		svc := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
-		org, err := svc.CreateOrg(ctx, "org", 100, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, org := concurrentWritersOrg(t, db)
 		noRaw := false
 		ns, err := svc.CreateNamespace(ctx, org.ID, "blobs", tenant.Settings{CaptureRawEmail: &noRaw})
 		if err != nil {
@@ -180,15 +180,8 @@ func TestBlobSurvivesConcurrentDelete(t *testing.T) {
 // after both, it is gone. (SQLite has one writer: the race cannot happen.)
 func TestSharedRawSourceDeletedByConcurrentDeletes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		if db.Dialect != store.Postgres {
-			t.Skip("SQLite has a single writer")
-		}
 		ctx := context.Background()
-		svc := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
-		org, err := svc.CreateOrg(ctx, "org", 100, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, org := concurrentWritersOrg(t, db)
 		var targets []Target
 		for _, name := range []string{"one", "two"} {
 			ns, err := svc.CreateNamespace(ctx, org.ID, name, tenant.Settings{})
@@ -288,3 +281,5 @@ func runInto(t *testing.T, db *store.DB, first, second func(*store.Tx) error) {
 		t.Fatal(err)
 	}
 }
+
+func ptrInt(v int) *int { return &v }

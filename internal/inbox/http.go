@@ -130,16 +130,11 @@ func (a *API) searchInboxHandler(w http.ResponseWriter, r *http.Request) error {
 		res, err := a.Searcher.Search(ctx, q)
 		return res, res.Total > 0, err
 	}
-	var res Result
-	if wait {
-		res, err = notify.Until(r.Context(), a.Notifier, NamespaceTopic(ns.ID),
-			notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
-		if errors.Is(err, notify.ErrHoldEnded) {
-			httpx.AskAgain(w, r)
-			return nil
-		}
-	} else {
-		res, _, err = search(r.Context())
+	res, err := notify.LookOrHold(r.Context(), wait, a.Notifier, NamespaceTopic(ns.ID),
+		notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
+	if errors.Is(err, notify.ErrHoldEnded) {
+		httpx.AskAgain(w, r)
+		return nil
 	}
 	if err != nil {
 		return err

@@ -71,3 +71,13 @@ func Until[T any](ctx context.Context, n Notifier, topic string, p Policy, look 
 		}
 	}
 }
+
+// LookOrHold runs look once, or, with hold set, holds it as Until does (and
+// returns ErrHoldEnded the same way).
+func LookOrHold[T any](ctx context.Context, hold bool, n Notifier, topic string, p Policy, look func(context.Context) (T, bool, error)) (T, error) {
+	if hold {
+		return Until(ctx, n, topic, p, look)
+	}
+	res, _, err := look(ctx)
+	return res, err
+}

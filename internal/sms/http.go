@@ -257,16 +257,11 @@ func (a *API) searchMessagesHandler(w http.ResponseWriter, r *http.Request) erro
 		res, err := a.Service.Search(ctx, q)
 		return res, res.Total > 0, err
 	}
-	var res Result
-	if wait {
-		res, err = notify.Until(r.Context(), a.Notifier, Topic(n.ID),
-			notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
-		if errors.Is(err, notify.ErrHoldEnded) {
-			httpx.AskAgain(w, r)
-			return nil
-		}
-	} else {
-		res, _, err = search(r.Context())
+	res, err := notify.LookOrHold(r.Context(), wait, a.Notifier, Topic(n.ID),
+		notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
+	if errors.Is(err, notify.ErrHoldEnded) {
+		httpx.AskAgain(w, r)
+		return nil
 	}
 	if err != nil {
 		return err
