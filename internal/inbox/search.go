@@ -154,13 +154,37 @@ func (s *Searcher) substring(column, needle string, scan bool) (string, []any) {
 		// The same folding as the index's tail below.
 		return "instr(fold(e." + column + "), ?) > 0", []any{lower}
 	}
-	// The trigram tokenizer folds case itself. The newest emails, not yet in
-	// the index (at most searchIndexLag of them), are matched row by row with
-	// the same folding.
+	// The index proposes candidates (ftsQuery) and each is checked for the whole
+	// substring on its row, with the folding the trigram tokenizer applies. The
+	// newest emails, not yet in the index (at most searchIndexLag of them), are
+	// all candidates.
 	return "e.seq IN (SELECT rowid FROM emails_fts WHERE emails_fts MATCH ?" +
-			" UNION ALL SELECT seq FROM emails WHERE seq > (SELECT indexed_seq FROM search_index_state WHERE id = 1)" +
-			" AND instr(fold(" + column + "), ?) > 0)",
-		[]any{column + ": " + ftsPhrase(lower), lower}
+			" UNION ALL SELECT seq FROM emails WHERE seq > (SELECT indexed_seq FROM search_index_state WHERE id = 1))" +
+			" AND instr(fold(e." + column + "), ?) > 0",
+		[]any{column + ": (" + ftsQuery(lower) + ")", lower}
+}
+
+// ftsQuery returns the FTS5 query whose matches include every row containing
+// needle: the needle's words of at least three characters, each as a phrase,
+// joined by AND; the whole needle as one phrase when no word is that long.
+//
+// A phrase of the whole needle would be exact, but FTS5 reads a phrase's
+// trigrams in step, so one common word ("Order" in every subject) makes it read
+// the whole posting list of that word's trigrams: 3.8 ms for one match among
+// 100,000 subjects that all hold "for user", against 0.23 ms when the words are
+// separate phrases and the rarest one leads the AND. The row check in substring
+// makes the answer exact again.
+func ftsQuery(needle string) string {
+	var words []string
+	for _, w := range strings.Fields(needle) {
+		if utf8.RuneCountInString(w) >= minTrigram {
+			words = append(words, ftsPhrase(w))
+		}
+	}
+	if len(words) == 0 {
+		return ftsPhrase(needle)
+	}
+	return strings.Join(words, " AND ")
 }
 
 // unfiltered reports whether q selects the whole namespace.
@@ -248,27 +272,26 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{}, err
 	}
 	where, args := s.where(q, p)
-	var res Result
-	if unfiltered(q) {
-		// Read from namespace_counts rather than counted: constant time however
-		// large the namespace. Emails past their expiry that the reaper has not
-		// deleted yet are taken off; the reaper's emails_expiry index holds them
-		// at its start, so they are found without a walk of the namespace.
-		nsTerm := "namespace_id = ?"
-		if s.db.Dialect == store.SQLite {
-			nsTerm = "+namespace_id = ?" // seek the expiry index, never walk the namespace
-		}
-		err = s.db.QueryRow(ctx, `SELECT (SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?)
-			- (SELECT COUNT(*) FROM emails WHERE expires_ms <= ? AND `+nsTerm+`)`,
-			q.NamespaceID, s.now().UnixMilli(), q.NamespaceID).Scan(&res.Total)
-	} else {
-		err = s.db.QueryRow(ctx, "SELECT COUNT(*) FROM emails e WHERE "+where, args...).Scan(&res.Total)
+	if !unfiltered(q) {
+		return s.searchFiltered(ctx, q, where, args)
 	}
+	// Counted from namespace_counts rather than row by row: constant time however
+	// large the namespace. Emails past their expiry that the reaper has not
+	// deleted yet are taken off; the reaper's emails_expiry index holds them at
+	// its start, so they are found without a walk of the namespace.
+	nsTerm := "namespace_id = ?"
+	if s.db.Dialect == store.SQLite {
+		nsTerm = "+namespace_id = ?" // seek the expiry index, never walk the namespace
+	}
+	var res Result
+	err = s.db.QueryRow(ctx, `SELECT (SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?)
+		- (SELECT COUNT(*) FROM emails WHERE expires_ms <= ? AND `+nsTerm+`)`,
+		q.NamespaceID, s.now().UnixMilli(), q.NamespaceID).Scan(&res.Total)
 	if err != nil {
 		return Result{}, fmt.Errorf("count emails: %w", err)
 	}
+	res.Emails = make([]Email, 0, q.Limit)
 	if res.Total == 0 || q.Offset >= res.Total {
-		res.Emails = []Email{}
 		return res, nil
 	}
 	pageArgs := append(append([]any{}, args...), q.Limit, q.Offset)
@@ -278,9 +301,42 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{}, fmt.Errorf("search emails: %w", err)
 	}
 	defer rows.Close()
-	res.Emails = make([]Email, 0, q.Limit)
 	for rows.Next() {
 		e, err := scanDoc(rows)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Emails = append(res.Emails, e)
+	}
+	return res, rows.Err()
+}
+
+// searchFiltered finds a filtered search's matches once: their keys are
+// gathered (m), counted, and the page's keys picked from them (p); only the
+// page's rows are read whole. One row comes back even when the page is empty,
+// carrying the count with a NULL document.
+func (s *Searcher) searchFiltered(ctx context.Context, q Query, where string, args []any) (Result, error) {
+	args = append(append([]any{}, args...), q.Limit, q.Offset)
+	rows, err := s.db.Query(ctx, `WITH m AS MATERIALIZED (SELECT e.seq, e.received_ms FROM emails e WHERE `+where+`),
+		p AS (SELECT seq, received_ms FROM m ORDER BY received_ms DESC, seq DESC LIMIT ? OFFSET ?)
+		SELECT (SELECT COUNT(*) FROM m), e.doc, e.body
+		FROM (SELECT 1 AS one) o LEFT JOIN p ON o.one = 1 LEFT JOIN emails e ON e.seq = p.seq
+		ORDER BY p.received_ms DESC, p.seq DESC`, args...)
+	if err != nil {
+		return Result{}, fmt.Errorf("search emails: %w", err)
+	}
+	defer rows.Close()
+	res := Result{Emails: make([]Email, 0, q.Limit)}
+	for rows.Next() {
+		var doc sql.NullString
+		var body []byte
+		if err := rows.Scan(&res.Total, &doc, &body); err != nil {
+			return Result{}, fmt.Errorf("search emails: %w", err)
+		}
+		if !doc.Valid {
+			continue // the page is empty
+		}
+		e, err := decodeEmail(doc.String, body)
 		if err != nil {
 			return Result{}, err
 		}

@@ -86,9 +86,25 @@ func TestSubstringSearchAcrossIndexLag(t *testing.T) {
 			{Query{FromAddrIncludes: "SENDER@example"}, []string{late, early}},
 			{Query{FromAddrIncludes: "late.sender"}, []string{late}},
 			{Query{SubjectIncludes: "no such subject"}, nil},
+			// Every word is in the index, but not as this substring.
+			{Query{SubjectIncludes: "marker early"}, nil},
+			{Query{SubjectIncludes: "marker late"}, nil},
+			{Query{SubjectIncludes: "marker (early"}, []string{early}},
+			// No word of three characters: the whole needle is the phrase.
+			{Query{SubjectIncludes: "é e"}, []string{early}},
 		} {
 			if got := find(c.q); fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("%+v: got %v, want %v", c.q, got, c.want)
+			}
+		}
+		// A page past the last match still counts every match.
+		for _, sc := range []*Searcher{indexed, scanned} {
+			res, err := sc.Search(ctx, Query{NamespaceID: ns.ID, Limit: 10, Offset: 5000, SubjectIncludes: "filler"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Total != searchIndexLag+10 || len(res.Emails) != 0 {
+				t.Errorf("offset past the matches: total %d with %d emails, want %d with none", res.Total, len(res.Emails), searchIndexLag+10)
 			}
 		}
 		// Deleting an indexed and an unindexed email keeps the index whole.

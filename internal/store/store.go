@@ -173,7 +173,7 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
-	r, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+pragmas+"&_pragma=query_only(1)")
+	r, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+pragmas+"&_pragma=query_only(1)&_pragma=mmap_size(1073741824)&_pragma=cache_size(-16384)")
 	if err != nil {
 		w.Close()
 		wal.Close()
