@@ -349,9 +349,9 @@ func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 
 // InTxUnsynced is InTx without the wait for durability: when it returns nil the
 // transaction is committed and visible to readers, and it is durable once a
-// later call to Sync returns nil. A writer that batches (the ingester) starts
-// its next transaction while the last one's fsync runs, and acknowledges after
-// Sync. On PostgreSQL it is InTx.
+// later call to Sync returns nil. The ingester commits a batch, retries the
+// messages of a failed one alone, and syncs once for all of them before it
+// acknowledges. On PostgreSQL it is InTx.
 func (db *DB) InTxUnsynced(ctx context.Context, fn func(*Tx) error) (err error) {
 	if db.Dialect == SQLite {
 		db.maybeRestartWAL(ctx)

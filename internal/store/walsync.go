@@ -12,8 +12,7 @@ import (
 // The writer runs with synchronous=OFF: a commit appends its frames to the WAL
 // and returns without an fsync, so the next transaction can start at once. A
 // committed transaction becomes durable when the WAL file is next synced, which
-// walSyncer does on behalf of every caller waiting at the time (group fsync):
-// one fdatasync while the writer already builds the next batch.
+// walSyncer does on behalf of every caller waiting at the time (group fsync).
 //
 // Why this is as safe as synchronous=FULL for a caller that waits for Sync:
 // the fsync covers every byte written to the WAL file so far, its header
