@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -39,9 +41,23 @@ func TestDeliverWaitsForTheWALFsync(t *testing.T) {
 	if err := syscall.Mkfifo(wal, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	for i := 0; i < 2; i++ {
-		if err := deliver(); err == nil {
-			t.Fatalf("delivery %d acknowledged although the WAL fsync failed", i+1)
-		}
+	// Concurrent senders: batches overlap (one committed, awaiting its fsync,
+	// while the next is inserted), and none may be acknowledged.
+	var wg sync.WaitGroup
+	var acked atomic.Int32
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 5; i++ {
+				if deliver() == nil {
+					acked.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := acked.Load(); n > 0 {
+		t.Fatalf("%d deliveries acknowledged although the WAL fsync failed", n)
 	}
 }

@@ -294,6 +294,16 @@ func (db *DB) Sync() error {
 	return db.wal.Sync()
 }
 
+// StartWriteback starts writing the commits made so far towards the disk without
+// waiting (SQLite; nothing on PostgreSQL), so that the Sync that makes them
+// durable has less left to do. The ingester calls it right after a commit and
+// inserts the next messages before it calls Sync.
+func (db *DB) StartWriteback() {
+	if db.wal != nil {
+		db.wal.StartWriteback()
+	}
+}
+
 // Query runs a read.
 func (db *DB) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	return db.R.QueryContext(ctx, db.Rebind(q), args...)
@@ -349,9 +359,8 @@ func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
 
 // InTxUnsynced is InTx without the wait for durability: when it returns nil the
 // transaction is committed and visible to readers, and it is durable once a
-// later call to Sync returns nil. The ingester commits a batch, retries the
-// messages of a failed one alone, and syncs once for all of them before it
-// acknowledges. On PostgreSQL it is InTx.
+// later call to Sync returns nil. The ingester inserts the next batch before
+// it syncs the last one, and acknowledges after Sync. On PostgreSQL it is InTx.
 func (db *DB) InTxUnsynced(ctx context.Context, fn func(*Tx) error) (err error) {
 	if db.Dialect == SQLite {
 		db.maybeRestartWAL(ctx)

@@ -104,6 +104,16 @@ func (s *walSyncer) sync() error {
 	return fdatasync(s.f)
 }
 
+// StartWriteback starts writing the WAL's new frames to the device, so that a
+// Sync soon after has less to wait for. Errors are ignored: the hint is only an
+// optimisation, and Sync reports what matters.
+func (s *walSyncer) StartWriteback() {
+	s.mu.Lock()
+	f := s.f
+	s.mu.Unlock()
+	_ = startWriteback(f)
+}
+
 func (s *walSyncer) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
