@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxBodyBytes is the largest request body accepted (contract section 4).
@@ -176,12 +177,18 @@ func (q *Query) fail(field, detail string) { q.fields = append(q.fields, FieldEr
 func (q *Query) Has(name string) bool { return q.r.URL.Query().Has(name) }
 
 // String returns the parameter, or "" and false when absent. A value longer than
-// max runes is an error.
+// max runes is an error, and so is one that is not UTF-8 text or holds a NUL:
+// no stored text can contain either, and the stores refuse them in a query
+// (PostgreSQL) or stop reading the query at the NUL (SQLite's FTS5).
 func (q *Query) String(name string, max int) (string, bool) {
 	if !q.Has(name) {
 		return "", false
 	}
 	v := q.r.URL.Query().Get(name)
+	if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+		q.fail(name, "must be UTF-8 text without NUL characters")
+		return "", false
+	}
 	if max > 0 && len([]rune(v)) > max {
 		q.fail(name, fmt.Sprintf("must be at most %d characters", max))
 		return "", false

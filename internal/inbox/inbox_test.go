@@ -260,6 +260,9 @@ func TestSearchValidation(t *testing.T) {
 			{"to_timestamp=x", "to_timestamp"},
 			{"wait=yes", "wait"},
 			{"subject_includes=" + strings.Repeat("a", 999), "subject_includes"},
+			{"subject_includes=a%00b", "subject_includes"},
+			{"from_addr_includes=%FF%FE", "from_addr_includes"},
+			{"to_addr_prefix=%00", "to_addr_prefix"},
 		} {
 			var r errResp
 			resp := e.get(e.key, "/api/emails/default/inbox?"+c.query, &r)

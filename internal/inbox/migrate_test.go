@@ -136,7 +136,7 @@ func TestRecipientsKeptByRebuild(t *testing.T) {
 
 // defaultNamespace bootstraps db's first organisation and returns its namespace
 // "default".
-func defaultNamespace(t *testing.T, db *store.DB) tenant.Namespace {
+func defaultNamespace(t testing.TB, db *store.DB) tenant.Namespace {
 	t.Helper()
 	ctx := context.Background()
 	ts := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)

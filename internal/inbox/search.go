@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/catchbox/catchbox/internal/store"
@@ -139,7 +140,7 @@ func (s *Searcher) where(q Query, p searchPlan) (string, []any) {
 // trigram index of the store (FTS5 on SQLite, pg_trgm on PostgreSQL), or on
 // SQLite with scan set, row by row.
 func (s *Searcher) substring(column, needle string, scan bool) (string, []any) {
-	lower := strings.ToLower(needle)
+	lower := store.Fold(needle)
 	like := "%" + escapeLike(lower) + "%"
 	if s.db.Dialect == store.Postgres {
 		if column == "subject" {
@@ -147,11 +148,10 @@ func (s *Searcher) substring(column, needle string, scan bool) (string, []any) {
 		}
 		return `e.from_addr LIKE ? ESCAPE '\'`, []any{like}
 	}
-	if utf8.RuneCountInString(lower) < minTrigram {
-		return "lower(e." + column + `) LIKE ? ESCAPE '\'`, []any{like}
-	}
-	if scan {
-		// The same folding as the index's tail below.
+	query, ok := ftsQuery(lower)
+	if scan || !ok {
+		// Row by row, with the folding the index's candidates are checked
+		// with below.
 		return "instr(fold(e." + column + "), ?) > 0", []any{lower}
 	}
 	// The index proposes candidates (ftsQuery) and each is checked for the whole
@@ -161,12 +161,14 @@ func (s *Searcher) substring(column, needle string, scan bool) (string, []any) {
 	return "e.seq IN (SELECT rowid FROM emails_fts WHERE emails_fts MATCH ?" +
 			" UNION ALL SELECT seq FROM emails WHERE seq > (SELECT indexed_seq FROM search_index_state WHERE id = 1))" +
 			" AND instr(fold(e." + column + "), ?) > 0",
-		[]any{column + ": (" + ftsQuery(lower) + ")", lower}
+		[]any{column + ": (" + query + ")", lower}
 }
 
 // ftsQuery returns the FTS5 query whose matches include every row containing
 // needle: the needle's words of at least three characters, each as a phrase,
-// joined by AND; the whole needle as one phrase when no word is that long.
+// joined by AND; the whole needle as one phrase when no word is that long. ok
+// is false when the index cannot serve the needle: under three characters, or
+// a NUL with no long word beside it (FTS5 reads its query up to the first NUL).
 //
 // A phrase of the whole needle would be exact, but FTS5 reads a phrase's
 // trigrams in step, so one common word ("Order" in every subject) makes it read
@@ -174,17 +176,20 @@ func (s *Searcher) substring(column, needle string, scan bool) (string, []any) {
 // 100,000 subjects that all hold "for user", against 0.23 ms when the words are
 // separate phrases and the rarest one leads the AND. The row check in substring
 // makes the answer exact again.
-func ftsQuery(needle string) string {
+func ftsQuery(needle string) (query string, ok bool) {
 	var words []string
-	for _, w := range strings.Fields(needle) {
+	for _, w := range strings.FieldsFunc(needle, func(r rune) bool { return r == 0 || unicode.IsSpace(r) }) {
 		if utf8.RuneCountInString(w) >= minTrigram {
 			words = append(words, ftsPhrase(w))
 		}
 	}
-	if len(words) == 0 {
-		return ftsPhrase(needle)
+	switch {
+	case len(words) > 0:
+		return strings.Join(words, " AND "), true
+	case utf8.RuneCountInString(needle) < minTrigram || strings.ContainsRune(needle, 0):
+		return "", false
 	}
-	return strings.Join(words, " AND ")
+	return ftsPhrase(needle), true
 }
 
 // unfiltered reports whether q selects the whole namespace.
@@ -216,7 +221,7 @@ func (s *Searcher) plan(ctx context.Context, q Query) (searchPlan, error) {
 		return searchPlan{}, nil // PostgreSQL plans from its statistics
 	}
 	p := searchPlan{drive: q.ToAddrPrefix != ""}
-	long := func(f string) bool { return utf8.RuneCountInString(f) >= minTrigram }
+	long := func(f string) bool { _, ok := ftsQuery(store.Fold(f)); return ok } // the index can serve it
 	if !long(q.SubjectIncludes) && !long(q.FromAddrIncludes) {
 		return p, nil
 	}

@@ -90,6 +90,8 @@ func TestSubstringSearchAcrossIndexLag(t *testing.T) {
 			{Query{SubjectIncludes: "marker early"}, nil},
 			{Query{SubjectIncludes: "marker late"}, nil},
 			{Query{SubjectIncludes: "marker (early"}, []string{early}},
+			// Under three characters: no index; the same folding beyond ASCII.
+			{Query{SubjectIncludes: "ét"}, []string{late, early}},
 			// No word of three characters: the whole needle is the phrase.
 			{Query{SubjectIncludes: "é e"}, []string{early}},
 		} {

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"modernc.org/sqlite"               // registers the "sqlite" database/sql driver
@@ -451,17 +452,29 @@ func (db *DB) Every(ctx context.Context, job string, interval time.Duration, fn 
 	}
 }
 
-// fold(text) is SQLite's Unicode case folding for substring search: the FTS5
-// trigram tokenizer folds case beyond ASCII, and SQLite's own lower() and LIKE
-// do not, so the emails not yet in that index are matched with fold() to give
-// the same answers (inbox.Searcher).
+// Fold is the case folding of substring search: each character's lower case,
+// except U+0130 (İ, capital I with a dot), which stays as it is. The FTS5
+// trigram tokenizer folds with Unicode's case folding, which has no one-letter
+// mapping for İ and leaves it, while Go's lower case makes it "i"; keeping it
+// makes both agree, so an email is found or not the same way whether the
+// search reads it through the index or row by row (inbox.Searcher).
+func Fold(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == 'İ' {
+			return r
+		}
+		return unicode.ToLower(r)
+	}, s)
+}
+
+// fold(text) is Fold in SQL: SQLite's own lower() and LIKE fold ASCII only.
 func init() {
 	sqlite.MustRegisterDeterministicScalarFunction("fold", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
 		switch v := args[0].(type) {
 		case string:
-			return strings.ToLower(v), nil
+			return Fold(v), nil
 		case []byte:
-			return strings.ToLower(string(v)), nil
+			return Fold(string(v)), nil
 		}
 		return args[0], nil
 	})
