@@ -459,6 +459,9 @@ func (db *DB) Every(ctx context.Context, job string, interval time.Duration, fn 
 // makes both agree, so an email is found or not the same way whether the
 // search reads it through the index or row by row (inbox.Searcher).
 func Fold(s string) string {
+	if !strings.ContainsRune(s, 'İ') {
+		return strings.ToLower(s) // its ASCII fast path
+	}
 	return strings.Map(func(r rune) rune {
 		if r == 'İ' {
 			return r
