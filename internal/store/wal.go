@@ -46,6 +46,14 @@ const (
 	walRestartPages    = 8192     // ~32 MiB used: restart the WAL from its start
 	walTruncatePages   = 65536    // ~256 MiB: restarts keep failing; truncate it
 	walRestartBusy     = 100      // ms the writer waits for readers when restarting
+
+	// maintainWAL reads the WAL's progress every walPollInterval (a 100-byte
+	// read of the wal-index), so that a fast writer is asked to restart the
+	// WAL long before it outgrows its preallocated size: between two polls at
+	// 50 ms, even 100 MB/s of WAL adds 5 MiB. The writer counts as quiet when
+	// walQuietPolls polls in a row (250 ms) found no new frame.
+	walPollInterval = 50 * time.Millisecond
+	walQuietPolls   = 5
 )
 
 // preallocateWAL extends the WAL file at path with zeros to walPreallocBytes
@@ -120,7 +128,7 @@ func readWALProgress(shm io.ReaderAt) (walProgress, bool) {
 func (db *DB) maintainWAL(m *sql.DB, shmPath string, stop <-chan struct{}) {
 	defer db.wg.Done()
 	defer m.Close()
-	t := time.NewTicker(250 * time.Millisecond)
+	t := time.NewTicker(walPollInterval)
 	defer t.Stop()
 	var shm *os.File // opened once SQLite has created it
 	defer func() {
@@ -129,6 +137,7 @@ func (db *DB) maintainWAL(m *sql.DB, shmPath string, stop <-chan struct{}) {
 		}
 	}()
 	var last walProgress
+	unchanged := 0 // polls in a row that found the WAL as before
 	for {
 		select {
 		case <-stop:
@@ -143,7 +152,12 @@ func (db *DB) maintainWAL(m *sql.DB, shmPath string, stop <-chan struct{}) {
 		if shm != nil {
 			p, known = readWALProgress(shm)
 		}
-		quiet := known && p == last
+		if known && p == last {
+			unchanged++
+		} else {
+			unchanged = 0
+		}
+		quiet := unchanged >= walQuietPolls
 		last = p
 		if known && p.frames-p.backfilled < walCheckpointPages && !(quiet && p.frames > p.backfilled) {
 			continue

@@ -125,7 +125,7 @@ func TestWALPreallocatedAndRestarted(t *testing.T) {
 	}
 	defer shm.Close()
 
-	// Past the restart threshold, maintainWAL (every 250 ms) checkpoints and
+	// Past the restart threshold, maintainWAL (polling every 50 ms) checkpoints and
 	// asks the writer to restart; the writer does so before its next
 	// transaction. Keep writing until the WAL starts over.
 	written := 0
