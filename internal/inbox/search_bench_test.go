@@ -100,6 +100,7 @@ func BenchmarkSearch(b *testing.B) {
 				{"subject_includes=one", inbox.Query{SubjectIncludes: fmt.Sprintf("%08x", scramble(4242))}},
 				{"subject_includes=one,common-words", inbox.Query{SubjectIncludes: fmt.Sprintf("for user %08x", scramble(4242))}},
 				{"subject_includes=12.5%", inbox.Query{SubjectIncludes: "verify your"}},
+				{"subject_includes=none,common-words", inbox.Query{SubjectIncludes: "user for"}},
 				{"to_addr_prefix=one", inbox.Query{ToAddrPrefix: "user42-4242@"}},
 				{"to_addr_prefix=200", inbox.Query{ToAddrPrefix: "user42-"}},
 				{"from_addr_includes=1%", inbox.Query{FromAddrIncludes: "sender5@"}},
