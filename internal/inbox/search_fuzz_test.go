@@ -66,3 +66,49 @@ func FuzzSubstringSearch(f *testing.F) {
 		}
 	})
 }
+
+// The whole value joins its words in the FTS5 query only where the words are
+// common and the value is not.
+func TestNeedsPhrase(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	ctx := context.Background()
+	ns := defaultNamespace(t, db)
+	in := NewIngester(db, notify.NewHub())
+	defer in.Close()
+	for i := 0; i < phraseSample+20; i++ {
+		raw := []byte(fmt.Sprintf("From: a@example.com\r\nTo: x@default.localhost\r\nSubject: Reset for user %d\r\n\r\nbody\r\n", i))
+		if _, err := in.Deliver(ctx, raw, Envelope{}, []Target{{Namespace: ns, Recipients: []string{"x@default.localhost"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		var last int64
+		if err := tx.QueryRow(ctx, "SELECT MAX(seq) FROM emails").Scan(&last); err != nil {
+			return err
+		}
+		return catchUpIndex(ctx, tx, last, true)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSearcher(db)
+	for _, c := range []struct {
+		value string
+		want  bool
+	}{
+		{"USER FOR", true},   // every row holds both words, none the value
+		{"for user", false},  // every row holds the value
+		{"user", false},      // one word: the phrase is the word
+		{"user 7", true},     // "7" is too short to be a word, but the value is rare
+		{"reset user", true}, // two common words, never in this order
+		{"zzz user", false},  // a word no row holds: few candidates
+	} {
+		got, err := s.needsPhrase(ctx, "subject", c.value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("needsPhrase(%q) = %v, want %v", c.value, got, c.want)
+		}
+	}
+}
