@@ -8,6 +8,7 @@ import (
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/tenant"
 )
 
 // FuzzSubstringSearch runs any subject_includes and from_addr_includes value
@@ -25,22 +26,9 @@ func FuzzSubstringSearch(f *testing.F) {
 		"Straße ΣΊΣΥΦΟΣ İstanbul KELVIN \u212a-sign", "a*b^c (d) {e} [f] col: x", "tabs\tand  spaces",
 	}
 	for i, s := range subjects {
-		raw := []byte(fmt.Sprintf("From: Sender%d <S%d.sender@Example.com>\r\nTo: x@default.localhost\r\nSubject: %s\r\n\r\nbody\r\n", i, i, s))
-		if _, err := in.Deliver(ctx, raw, Envelope{}, []Target{{Namespace: ns, Recipients: []string{"x@default.localhost"}}}); err != nil {
-			f.Fatal(err)
-		}
+		deliverTo(f, in, ns, fmt.Sprintf("Sender%d <S%d.sender@Example.com>", i, i), s)
 	}
-	// Half of them into the index, half past it.
-	err := db.InTx(ctx, func(tx *store.Tx) error {
-		var seq int64
-		if err := tx.QueryRow(ctx, "SELECT MIN(seq) + 2 FROM emails").Scan(&seq); err != nil {
-			return err
-		}
-		return catchUpIndex(ctx, tx, seq, true)
-	})
-	if err != nil {
-		f.Fatal(err)
-	}
+	indexThrough(f, db, "MIN(seq) + 2") // half of them into the index, half past it
 	for _, s := range []string{"order 0042317", "password reset", "ÉTÉ", "\"quoted\"", "AND OR", "ß", "σίσυφος", "i̇stanbul", "kelvin", "k-sign", "a*b", "(d) {e}", "col: x", "\t", "  ", "sender@example", "\x00", "\xff\xfe", `""`, "NEAR(a b)"} {
 		f.Add(s)
 	}
@@ -76,21 +64,9 @@ func TestNeedsPhrase(t *testing.T) {
 	in := NewIngester(db, notify.NewHub())
 	defer in.Close()
 	for i := 0; i < phraseSample+20; i++ {
-		raw := []byte(fmt.Sprintf("From: a@example.com\r\nTo: x@default.localhost\r\nSubject: Reset for user %d\r\n\r\nbody\r\n", i))
-		if _, err := in.Deliver(ctx, raw, Envelope{}, []Target{{Namespace: ns, Recipients: []string{"x@default.localhost"}}}); err != nil {
-			t.Fatal(err)
-		}
+		deliverTo(t, in, ns, "a@example.com", fmt.Sprintf("Reset for user %d", i))
 	}
-	err := db.InTx(ctx, func(tx *store.Tx) error {
-		var last int64
-		if err := tx.QueryRow(ctx, "SELECT MAX(seq) FROM emails").Scan(&last); err != nil {
-			return err
-		}
-		return catchUpIndex(ctx, tx, last, true)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	indexThrough(t, db, "MAX(seq)")
 	s := NewSearcher(db)
 	for _, c := range []struct {
 		value string
@@ -110,5 +86,34 @@ func TestNeedsPhrase(t *testing.T) {
 		if got != c.want {
 			t.Errorf("needsPhrase(%q) = %v, want %v", c.value, got, c.want)
 		}
+	}
+}
+
+// deliverTo stores one message from from with the subject in ns and returns
+// its id.
+func deliverTo(t testing.TB, in *Ingester, ns tenant.Namespace, from, subject string) string {
+	t.Helper()
+	raw := []byte(fmt.Sprintf("From: %s\r\nTo: x@default.localhost\r\nSubject: %s\r\n\r\nbody\r\n", from, subject))
+	ids, err := in.Deliver(context.Background(), raw, Envelope{}, []Target{{Namespace: ns, Recipients: []string{"x@default.localhost"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids[0]
+}
+
+// indexThrough brings the SQLite search index up to the seq that the SQL
+// expression over emails gives ("MAX(seq)": every email).
+func indexThrough(t testing.TB, db *store.DB, seqExpr string) {
+	t.Helper()
+	ctx := context.Background()
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		var seq int64
+		if err := tx.QueryRow(ctx, "SELECT "+seqExpr+" FROM emails").Scan(&seq); err != nil {
+			return err
+		}
+		return catchUpIndex(ctx, tx, seq, true)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

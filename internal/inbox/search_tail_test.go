@@ -20,15 +20,7 @@ func TestSubstringSearchAcrossIndexLag(t *testing.T) {
 		ns := defaultNamespace(t, db)
 		in := NewIngester(db, notify.NewHub())
 		defer in.Close()
-		send := func(subject, from string) string {
-			t.Helper()
-			raw := []byte(fmt.Sprintf("From: %s\r\nTo: x@default.localhost\r\nSubject: %s\r\n\r\nbody\r\n", from, subject))
-			ids, err := in.Deliver(ctx, raw, Envelope{}, []Target{{Namespace: ns, Recipients: []string{"x@default.localhost"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return ids[0]
-		}
+		send := func(subject, from string) string { t.Helper(); return deliverTo(t, in, ns, from, subject) }
 		// Sent first, so that they end up in the index.
 		early := send("=?utf-8?q?=C3=89T=C3=89_early_marker?= (early_marker)", "Early.Sender@Example.com")
 		for i := 0; i < searchIndexLag+10; i++ {
@@ -134,16 +126,7 @@ func TestSubstringSearchAcrossIndexLag(t *testing.T) {
 				t.Errorf("FTS index inconsistent after deletions: %v", err)
 			}
 			// Caught up, it holds exactly the emails that remain.
-			err := db.InTx(ctx, func(tx *store.Tx) error {
-				var last int64
-				if err := tx.QueryRow(ctx, "SELECT MAX(seq) FROM emails").Scan(&last); err != nil {
-					return err
-				}
-				return catchUpIndex(ctx, tx, last, true)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			indexThrough(t, db, "MAX(seq)")
 			if _, err := db.Exec(ctx, "INSERT INTO emails_fts (emails_fts, rank) VALUES ('integrity-check', 1)"); err != nil {
 				t.Errorf("FTS index and emails differ after catching up: %v", err)
 			}
