@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -48,7 +49,26 @@ type Searcher struct {
 	// scanLimit is the namespace size up to which a substring filter is
 	// matched row by row rather than through the trigram index (SQLite).
 	scanLimit int64
+
+	// phrases remembers needsPhrase's recent answers, by column and value, so
+	// that a search repeated while it waits for its email does not sample the
+	// index each time. The answer only chooses a plan: a stale one costs time,
+	// never a wrong result.
+	phrasesMu sync.Mutex
+	phrases   map[string]phraseChoice
 }
+
+// phraseChoice is one needsPhrase answer and when it was sampled.
+type phraseChoice struct {
+	need bool
+	at   time.Time
+}
+
+// How long and how many needsPhrase answers are kept.
+const (
+	phraseTTL     = 30 * time.Second
+	maxPhraseKeys = 1024
+)
 
 // NewSearcher returns a searcher over db.
 func NewSearcher(db *store.DB) *Searcher {
@@ -225,6 +245,14 @@ func (s *Searcher) needsPhrase(ctx context.Context, column, needle string) (bool
 	if len(words) == 0 || singleWord(lower, words) {
 		return false, nil
 	}
+	key := column + "\x00" + lower
+	now := s.now()
+	s.phrasesMu.Lock()
+	c, ok := s.phrases[key]
+	s.phrasesMu.Unlock()
+	if ok && now.Sub(c.at) < phraseTTL {
+		return c.need, nil
+	}
 	var n, hits int
 	err := s.db.QueryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(instr(fold(e.`+column+`), ?) > 0), 0)
 		FROM (SELECT rowid FROM emails_fts WHERE emails_fts MATCH ? LIMIT ?) c CROSS JOIN emails e ON e.seq = c.rowid`,
@@ -232,7 +260,14 @@ func (s *Searcher) needsPhrase(ctx context.Context, column, needle string) (bool
 	if err != nil {
 		return false, fmt.Errorf("sample the search index: %w", err)
 	}
-	return n >= phraseSample && 2*hits < n, nil
+	need := n >= phraseSample && 2*hits < n
+	s.phrasesMu.Lock()
+	if len(s.phrases) >= maxPhraseKeys || s.phrases == nil {
+		s.phrases = map[string]phraseChoice{}
+	}
+	s.phrases[key] = phraseChoice{need, now}
+	s.phrasesMu.Unlock()
+	return need, nil
 }
 
 // unfiltered reports whether q selects the whole namespace.

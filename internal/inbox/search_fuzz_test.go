@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/store"
@@ -86,6 +87,24 @@ func TestNeedsPhrase(t *testing.T) {
 		if got != c.want {
 			t.Errorf("needsPhrase(%q) = %v, want %v", c.value, got, c.want)
 		}
+	}
+	// The answer is kept for phraseTTL: with the index emptied, a new sample
+	// would find nothing and answer false.
+	now := time.Now()
+	s.SetClock(func() time.Time { return now })
+	s.phrases = nil
+	if got, _ := s.needsPhrase(ctx, "subject", "USER FOR"); !got {
+		t.Fatal("needsPhrase(USER FOR) = false before emptying the index")
+	}
+	if _, err := db.Exec(ctx, "INSERT INTO emails_fts (emails_fts) VALUES ('delete-all')"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.needsPhrase(ctx, "subject", "user for"); !got {
+		t.Error("the answer was not kept: sampled again within phraseTTL")
+	}
+	now = now.Add(phraseTTL)
+	if got, _ := s.needsPhrase(ctx, "subject", "USER FOR"); got {
+		t.Error("the answer was kept past phraseTTL")
 	}
 }
 
