@@ -328,16 +328,6 @@ func (in *Ingester) writeLoop(shard int) {
 	}
 }
 
-// insert commits batch (durable on PostgreSQL, not yet synced on SQLite) with
-// the requests queued while midway ran, and returns all it committed.
-func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) ([]*batchReq, error) {
-	batch, err := in.safeInsert(batch, shard, midway)
-	if err != nil {
-		slog.Error("Storing received mail failed", "messages", len(batch), "err", err)
-	}
-	return batch, err
-}
-
 // syncAndAnswer makes the committed batch durable and answers it.
 func (in *Ingester) syncAndAnswer(batch []*batchReq) {
 	if len(batch) == 0 {
@@ -403,13 +393,18 @@ func (in *Ingester) answer(batch []*batchReq, err error) {
 	}
 }
 
-// safeInsert stores batch in one transaction. Once batch is inserted it calls
-// midway, if set, then adds the requests queued by then, up to the batch
-// limits, and returns every request of the transaction.
-func (in *Ingester) safeInsert(batch []*batchReq, shard int, midway func()) (stored []*batchReq, err error) {
+// insert commits batch in one transaction (durable on PostgreSQL, not yet
+// synced on SQLite). Once batch is inserted it calls midway, if set, then adds
+// the requests queued by then, up to the batch limits, and returns every
+// request of the transaction. A failure, a panic included, is logged and
+// returned.
+func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) (stored []*batchReq, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic while storing mail: %v", p)
+		}
+		if err != nil {
+			slog.Error("Storing received mail failed", "messages", len(batch), "err", err)
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -161,8 +161,8 @@ func (s *Searcher) where(q Query, p searchPlan) (string, []any) {
 // SQLite with scan set, row by row.
 func (s *Searcher) substring(column, needle string, p searchPlan) (string, []any) {
 	lower := store.Fold(needle)
-	like := "%" + escapeLike(lower) + "%"
 	if s.db.Dialect == store.Postgres {
+		like := "%" + escapeLike(lower) + "%"
 		if column == "subject" {
 			return `lower(e.subject) LIKE ? ESCAPE '\'`, []any{like}
 		}

@@ -130,6 +130,10 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	}
 }
 
+// busyTimeoutMs is how long a SQLite connection waits for a lock held by
+// another before it reports SQLITE_BUSY.
+const busyTimeoutMs = 10000
+
 func openSQLite(ctx context.Context, path string) (*DB, error) {
 	if path == "" {
 		return nil, fmt.Errorf("sqlite URL has no path")
@@ -143,11 +147,11 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 	// the WAL before it copies frames into the database file. The writer runs
 	// with synchronous(OFF) and its commits are made durable by walSyncer, one
 	// fsync for every transaction committed meanwhile, outside the writer.
-	pragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
+	pragmas := "_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMs) + ")&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
 	// The writer never checkpoints by itself (wal_autocheckpoint(0)): done by
 	// the committing connection, checkpoints would stall ingest, and with
 	// synchronous(OFF) they would not be durable; maintainWAL runs them.
-	writerPragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(OFF)&_pragma=wal_autocheckpoint(0)"
+	writerPragmas := "_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMs) + ")&_pragma=foreign_keys(1)&_pragma=synchronous(OFF)&_pragma=wal_autocheckpoint(0)"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + writerPragmas + "&_pragma=journal_mode(WAL)&_txlock=immediate"
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {

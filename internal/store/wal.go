@@ -216,7 +216,7 @@ func (db *DB) maybeRestartWAL(ctx context.Context) {
 	// it cannot, the connection is dropped and the pool opens a fresh one with
 	// the writer's settings.
 	_, err1 := conn.ExecContext(ctx, "PRAGMA synchronous = OFF")
-	_, err2 := conn.ExecContext(ctx, "PRAGMA busy_timeout = 10000")
+	_, err2 := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeoutMs))
 	if err1 != nil || err2 != nil {
 		conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
