@@ -56,6 +56,10 @@ type Searcher struct {
 	// never a wrong result.
 	phrasesMu sync.Mutex
 	phrases   map[string]phraseChoice
+
+	// cols holds namespaces' searched columns in memory (SQLite), nil when
+	// disabled (see columns.go).
+	cols *columnCache
 }
 
 // phraseChoice is one needsPhrase answer and when it was sampled.
@@ -72,7 +76,17 @@ const (
 
 // NewSearcher returns a searcher over db.
 func NewSearcher(db *store.DB) *Searcher {
-	return &Searcher{db: db, now: time.Now, scanLimit: driveThreshold}
+	return &Searcher{db: db, now: time.Now, scanLimit: driveThreshold, cols: newColumnCache(defaultColumnBudget)}
+}
+
+// SetColumnBudget sets the memory, in bytes, that substring searches on SQLite
+// may keep namespaces' columns in (columns.go); 0 turns the copies off, and
+// every search then runs in SQLite.
+func (s *Searcher) SetColumnBudget(bytes int64) {
+	s.cols = nil
+	if bytes > 0 {
+		s.cols = newColumnCache(bytes)
+	}
 }
 
 // SetClock replaces the clock (tests).
@@ -362,6 +376,12 @@ func catchUpIndex(ctx context.Context, tx *store.Tx, last int64, force bool) err
 // Search returns one page of matching emails, newest first, and the total count.
 // Expired emails are never returned, even before the reaper deletes them.
 func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
+	if s.columnSearchable(q) {
+		res, ok, err := s.searchColumns(ctx, q)
+		if ok || err != nil {
+			return res, err
+		}
+	}
 	p, err := s.plan(ctx, q)
 	if err != nil {
 		return Result{}, err

@@ -329,10 +329,20 @@ func (db *DB) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	return db.R.QueryRowContext(ctx, db.Rebind(q), args...)
 }
 
-// Tx is a write transaction with the store's placeholder rewriting.
+// Tx is a transaction with the store's placeholder rewriting: a write
+// transaction (InTx), or with read set a read-only one (InReadTx).
 type Tx struct {
-	db *DB
-	tx *sql.Tx
+	db   *DB
+	tx   *sql.Tx
+	read bool // on the read pool: the writer's prepared statements do not apply
+}
+
+// stmt returns the writer's prepared statement for q, or nil.
+func (t *Tx) stmt(q string) *sql.Stmt {
+	if t.read {
+		return nil
+	}
+	return t.db.writerStmt(q)
 }
 
 // Dialect of the transaction's store.
@@ -340,7 +350,7 @@ func (t *Tx) Dialect() Dialect { return t.db.Dialect }
 
 // Exec runs a statement in the transaction.
 func (t *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if st := t.db.writerStmt(q); st != nil {
+	if st := t.stmt(q); st != nil {
 		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
 	return t.tx.ExecContext(ctx, t.db.Rebind(q), args...)
@@ -348,7 +358,7 @@ func (t *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error
 
 // Query runs a query in the transaction.
 func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := t.db.writerStmt(q); st != nil {
+	if st := t.stmt(q); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
 	return t.tx.QueryContext(ctx, t.db.Rebind(q), args...)
@@ -356,7 +366,7 @@ func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 
 // QueryRow runs a single-row query in the transaction.
 func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	if st := t.db.writerStmt(q); st != nil {
+	if st := t.stmt(q); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.tx.QueryRowContext(ctx, t.db.Rebind(q), args...)
@@ -400,6 +410,22 @@ func (db *DB) InTxUnsynced(ctx context.Context, fn func(*Tx) error) (err error) 
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// InReadTx runs fn in a read transaction on the read pool, which sees one
+// snapshot of the store from its first statement to its end (SQLite WAL; on
+// PostgreSQL, REPEATABLE READ). It is rolled back: fn must not write.
+func (db *DB) InReadTx(ctx context.Context, fn func(*Tx) error) error {
+	opts := &sql.TxOptions{}
+	if db.Dialect == Postgres {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	sqlTx, err := db.R.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	defer sqlTx.Rollback()
+	return fn(&Tx{db: db, tx: sqlTx, read: true})
 }
 
 // IsUniqueViolation reports whether err is a unique-constraint failure on either

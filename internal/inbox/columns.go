@@ -1,0 +1,472 @@
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/catchbox/catchbox/internal/store"
+)
+
+// The SQLite store answers substring searches from memory: for each namespace
+// searched, a copy of the columns such a search reads (seq, received and expiry
+// times, folded subject and From address), ordered as the inbox is. A check of
+// every row costs about 9 ns, so counting the 10,000 matches of a common phrase
+// among 100,000 emails takes a millisecond, where the trigram index must fetch
+// and check each match in SQLite (30 ms). The copy is made on a namespace's
+// first substring search, brought up to date at each search in the search's
+// read transaction, and bounded in memory as a whole (least recently searched
+// namespaces are dropped first).
+//
+// Keeping the copy exact needs no help from the writers. Emails are never
+// changed once stored, and a SQLite seq is never less than one already
+// committed, so the emails added since the copy's last update are those past
+// its seq. Emails are deleted in two ways only: the quota deletes a
+// namespace's oldest emails (a prefix in inbox order), and the reaper deletes
+// expired ones, which a search skips anyway. Each update drops the prefix
+// before the namespace's oldest email, then compares the copy's unexpired rows
+// with the namespace's count (namespace_counts, less the expired emails not yet
+// reaped): any other difference, whoever made it, makes the copy load again.
+
+// defaultColumnBudget is the memory the copies may take unless configured.
+const defaultColumnBudget = 128 << 20
+
+// columnRowBytes is a row's memory besides its text: three int64 columns and
+// two uint32 offsets.
+const columnRowBytes = 3*8 + 2*4
+
+// estRowBytes estimates a row's memory with its text, to decide before loading
+// whether a namespace fits the budget.
+const estRowBytes = 96
+
+// maxCatchUp is how far behind the store (in seq, across all namespaces) a copy
+// may fall and still be caught up row by row rather than loaded again; it is
+// raised to the copy's own length, so that catching up never costs more than
+// a load.
+const maxCatchUp = 10000
+
+// columns is one namespace's copy at one moment. A columns value is never
+// changed once published: updates append past its length, or make a new one.
+type columns struct {
+	through int64 // the highest seq the store had given when the copy was last updated
+
+	seq, recv, exp []int64  // in inbox order: received_ms, then seq
+	subjOff        []uint32 // row i's folded subject is subj[subjOff[i]:subjOff[i+1]]
+	fromOff        []uint32
+	subj, from     []byte
+}
+
+func (c *columns) len() int { return len(c.seq) }
+
+// bytes is the copy's memory.
+func (c *columns) bytes() int64 {
+	return int64(cap(c.seq)+cap(c.recv)+cap(c.exp))*8 + int64(cap(c.subjOff)+cap(c.fromOff))*4 +
+		int64(cap(c.subj)+cap(c.from))
+}
+
+// columnRow is one email's searched columns, as read from the store.
+type columnRow struct {
+	seq, recv, exp int64
+	subj, from     string
+}
+
+func (r columnRow) before(recv, seq int64) bool {
+	return r.recv < recv || (r.recv == recv && r.seq < seq)
+}
+
+// emptyColumns returns a copy with no rows.
+func emptyColumns(through int64) columns {
+	return columns{through: through, subjOff: []uint32{0}, fromOff: []uint32{0}}
+}
+
+// add appends rows, which must come after the copy's last row in inbox order.
+// It fails when the text would pass what uint32 offsets can address.
+func (c *columns) add(rows []columnRow) error {
+	for _, r := range rows {
+		subj, from := store.Fold(r.subj), store.Fold(r.from)
+		if int64(len(c.subj))+int64(len(subj)) > 1<<32-1 || int64(len(c.from))+int64(len(from)) > 1<<32-1 {
+			return errors.New("namespace text too large to keep in memory")
+		}
+		c.seq = append(c.seq, r.seq)
+		c.recv = append(c.recv, r.recv)
+		c.exp = append(c.exp, r.exp)
+		c.subj = append(c.subj, subj...)
+		c.from = append(c.from, from...)
+		c.subjOff = append(c.subjOff, uint32(len(c.subj)))
+		c.fromOff = append(c.fromOff, uint32(len(c.from)))
+	}
+	return nil
+}
+
+// row returns row i as a columnRow (with folded text).
+func (c *columns) row(i int) columnRow {
+	return columnRow{c.seq[i], c.recv[i], c.exp[i],
+		string(c.subj[c.subjOff[i]:c.subjOff[i+1]]), string(c.from[c.fromOff[i]:c.fromOff[i+1]])}
+}
+
+// merged returns a new copy with the rows of c and rows (sorted in inbox
+// order), for rows that do not all come after c's last one.
+func (c *columns) merged(rows []columnRow) (columns, error) {
+	out := emptyColumns(c.through)
+	out.seq = make([]int64, 0, c.len()+len(rows))
+	out.recv = make([]int64, 0, c.len()+len(rows))
+	out.exp = make([]int64, 0, c.len()+len(rows))
+	i, j := 0, 0
+	for i < c.len() || j < len(rows) {
+		var r columnRow
+		if j == len(rows) || (i < c.len() && !rows[j].before(c.recv[i], c.seq[i])) {
+			r = c.row(i)
+			i++
+		} else {
+			r = rows[j]
+			j++
+		}
+		if err := out.add([]columnRow{r}); err != nil {
+			return columns{}, err
+		}
+	}
+	return out, nil
+}
+
+// dropBefore returns the copy without its rows before (recv, seq) in inbox
+// order. The rows share the text; only the row columns are resliced.
+func (c columns) dropBefore(recv, seq int64) columns {
+	k := sort.Search(c.len(), func(i int) bool { return c.recv[i] > recv || (c.recv[i] == recv && c.seq[i] >= seq) })
+	c.seq, c.recv, c.exp = c.seq[k:], c.recv[k:], c.exp[k:]
+	c.subjOff, c.fromOff = c.subjOff[k:], c.fromOff[k:]
+	return c
+}
+
+// unexpired counts the rows that expire after nowMs.
+func (c *columns) unexpired(nowMs int64) int64 {
+	var n int64
+	for _, e := range c.exp {
+		if e > nowMs {
+			n++
+		}
+	}
+	return n
+}
+
+// search counts the rows matching q that expire after nowMs and returns the
+// seqs of the page's rows, newest first. The needles are folded.
+func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, page []int64) {
+	lo, hi := 0, c.len()
+	if q.FromTimestamp != nil {
+		min := *q.FromTimestamp * 1000
+		lo = sort.Search(c.len(), func(i int) bool { return c.recv[i] >= min })
+	}
+	if q.ToTimestamp != nil {
+		max := *q.ToTimestamp*1000 + 999
+		hi = sort.Search(c.len(), func(i int) bool { return c.recv[i] > max })
+	}
+	page = make([]int64, 0, q.Limit)
+	for i := hi - 1; i >= lo; i-- {
+		if c.exp[i] <= nowMs ||
+			(subj != nil && !bytes.Contains(c.subj[c.subjOff[i]:c.subjOff[i+1]], subj)) ||
+			(from != nil && !bytes.Contains(c.from[c.fromOff[i]:c.fromOff[i+1]], from)) {
+			continue
+		}
+		if total >= q.Offset && len(page) < q.Limit {
+			page = append(page, c.seq[i])
+		}
+		total++
+	}
+	return total, page
+}
+
+// columnCache holds the copies of the namespaces searched, within a budget.
+type columnCache struct {
+	budget int64
+
+	mu    sync.Mutex
+	used  int64
+	tick  uint64
+	ns    map[string]*nsColumns
+	loads int // namespaces loaded whole, since the start (tests)
+}
+
+// nsColumns is one namespace's place in the cache.
+type nsColumns struct {
+	update sync.Mutex // held while the copy is brought up to date
+
+	// Guarded by columnCache.mu.
+	cols    columns
+	loaded  bool
+	bytes   int64
+	lastUse uint64
+}
+
+func newColumnCache(budget int64) *columnCache {
+	return &columnCache{budget: budget, ns: map[string]*nsColumns{}}
+}
+
+// entry returns the namespace's place in the cache, made if new.
+func (cc *columnCache) entry(nsID string) *nsColumns {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	e, ok := cc.ns[nsID]
+	if !ok {
+		e = &nsColumns{}
+		cc.ns[nsID] = e
+	}
+	cc.tick++
+	e.lastUse = cc.tick
+	return e
+}
+
+// publish makes cols the namespace's copy and drops the least recently
+// searched copies until the cache is within its budget. It reports false when
+// the copy alone is over the budget (then it is not kept).
+func (cc *columnCache) publish(nsID string, e *nsColumns, cols columns) bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	size := cols.bytes()
+	cc.used += size - e.bytes
+	e.cols, e.loaded, e.bytes = cols, true, size
+	if cc.ns[nsID] != e { // dropped meanwhile: count it anew
+		cc.ns[nsID] = e
+	}
+	for cc.used > cc.budget {
+		var victim string
+		var oldest uint64
+		for id, o := range cc.ns {
+			if o.loaded && (victim == "" || o.lastUse < oldest) {
+				victim, oldest = id, o.lastUse
+			}
+		}
+		if victim == "" {
+			break
+		}
+		v := cc.ns[victim]
+		cc.used -= v.bytes
+		delete(cc.ns, victim)
+		v.cols, v.loaded, v.bytes = columns{}, false, 0
+	}
+	return cc.ns[nsID] == e
+}
+
+// drop forgets a namespace's copy.
+func (cc *columnCache) drop(nsID string) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if e, ok := cc.ns[nsID]; ok {
+		cc.used -= e.bytes
+		delete(cc.ns, nsID)
+		e.cols, e.loaded, e.bytes = columns{}, false, 0
+	}
+}
+
+// current returns the namespace's copy, if one is loaded.
+func (cc *columnCache) current(e *nsColumns) (columns, bool) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return e.cols, e.loaded
+}
+
+// columnSelect reads the searched columns of emails.
+const columnSelect = "SELECT seq, received_ms, expires_ms, subject, from_addr FROM emails "
+
+func readColumnRows(ctx context.Context, tx *store.Tx, q string, args ...any) ([]columnRow, error) {
+	rows, err := tx.Query(ctx, columnSelect+q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []columnRow
+	for rows.Next() {
+		var r columnRow
+		if err := rows.Scan(&r.seq, &r.recv, &r.exp, &r.subj, &r.from); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// view returns the namespace's copy as of tx's snapshot, brought up to date
+// or loaded. ok is false when the namespace is too large for the budget.
+func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowMs int64) (cols columns, ok bool, err error) {
+	e := cc.entry(nsID)
+	// Held before the snapshot is taken, so that updates apply snapshots in
+	// order: a copy is never newer than the snapshot that updates it.
+	e.update.Lock()
+	defer e.update.Unlock()
+
+	var through, stored, expired int64
+	// The highest seq ever given (AUTOINCREMENT's), not the highest stored:
+	// the newest emails may have been deleted.
+	err = tx.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'emails'),
+		(SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?),
+		(SELECT COUNT(*) FROM emails WHERE expires_ms <= ? AND +namespace_id = ?)`,
+		nsID, nowMs, nsID).Scan(&through, &stored, &expired)
+	if err != nil {
+		return columns{}, false, fmt.Errorf("size of namespace: %w", err)
+	}
+	want := stored - expired
+	if want*estRowBytes > cc.budget {
+		cc.drop(nsID)
+		return columns{}, false, nil
+	}
+
+	cols, loaded := cc.current(e)
+	if loaded && cols.through > through {
+		loaded = false // cannot happen while updates hold e.update; load to be sure
+	}
+	if loaded {
+		cols, loaded, err = catchUp(ctx, tx, nsID, cols, through, want, nowMs)
+		if err != nil {
+			return columns{}, false, err
+		}
+	}
+	if !loaded {
+		rows, err := readColumnRows(ctx, tx, "WHERE namespace_id = ? AND expires_ms > ? ORDER BY received_ms, seq", nsID, nowMs)
+		if err != nil {
+			return columns{}, false, fmt.Errorf("load namespace for search: %w", err)
+		}
+		cc.mu.Lock()
+		cc.loads++
+		cc.mu.Unlock()
+		cols = emptyColumns(through)
+		if err := cols.add(rows); err != nil {
+			cc.drop(nsID)
+			return columns{}, false, nil
+		}
+		if int64(len(rows)) != want {
+			slog.Warn("Namespace email count differs from its rows", "namespace", nsID, "count", want, "rows", len(rows))
+		}
+	}
+	if !cc.publish(nsID, e, cols) {
+		return columns{}, false, nil
+	}
+	return cols, true, nil
+}
+
+// catchUp brings a copy from its seq to through, within tx: it adds the
+// namespace's emails past the copy's seq, drops the rows before the
+// namespace's oldest email, and checks the unexpired rows against want.
+// loaded is false when the copy must be loaded again.
+func catchUp(ctx context.Context, tx *store.Tx, nsID string, cols columns, through, want, nowMs int64) (columns, bool, error) {
+	if through-cols.through > max(maxCatchUp, int64(cols.len())) {
+		return columns{}, false, nil
+	}
+	if through > cols.through {
+		// seq is the rowid: a range of the table, every namespace's new rows.
+		rows, err := readColumnRows(ctx, tx, "WHERE seq > ? AND +namespace_id = ? AND expires_ms > ?", cols.through, nsID, nowMs)
+		if err != nil {
+			return columns{}, false, fmt.Errorf("catch up namespace for search: %w", err)
+		}
+		sort.Slice(rows, func(i, j int) bool { return rows[i].before(rows[j].recv, rows[j].seq) })
+		n := cols.len()
+		if len(rows) > 0 && n > 0 && rows[0].before(cols.recv[n-1], cols.seq[n-1]) {
+			if cols, err = cols.merged(rows); err != nil {
+				return columns{}, false, nil
+			}
+		} else if err := cols.add(rows); err != nil {
+			return columns{}, false, nil
+		}
+		cols.through = through
+	}
+	var recv, seq int64
+	err := tx.QueryRow(ctx, "SELECT received_ms, seq FROM emails WHERE namespace_id = ? ORDER BY received_ms, seq LIMIT 1", nsID).Scan(&recv, &seq)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		cols = cols.dropBefore(1<<63-1, 0)
+	case err != nil:
+		return columns{}, false, fmt.Errorf("oldest email of namespace: %w", err)
+	default:
+		cols = cols.dropBefore(recv, seq)
+	}
+	live := cols.unexpired(nowMs)
+	if live != want {
+		return columns{}, false, nil
+	}
+	if n := int64(cols.len()); n > 1024 && live < n/2 {
+		// Mostly expired rows the reaper has not deleted: keep the live ones.
+		fresh := emptyColumns(cols.through)
+		for i := 0; i < cols.len(); i++ {
+			if cols.exp[i] > nowMs {
+				if err := fresh.add([]columnRow{cols.row(i)}); err != nil {
+					return columns{}, false, nil
+				}
+			}
+		}
+		cols = fresh
+	}
+	return cols, true, nil
+}
+
+// searchColumns answers a substring search from the namespace's copy in
+// memory (SQLite). ok is false when the copy cannot serve it: the namespace is
+// over the budget, or a page row is missing (the copy is then dropped).
+func (s *Searcher) searchColumns(ctx context.Context, q Query) (res Result, ok bool, err error) {
+	nowMs := s.now().UnixMilli()
+	var subj, from []byte
+	if q.SubjectIncludes != "" {
+		subj = []byte(store.Fold(q.SubjectIncludes))
+	}
+	if q.FromAddrIncludes != "" {
+		from = []byte(store.Fold(q.FromAddrIncludes))
+	}
+	err = s.db.InReadTx(ctx, func(tx *store.Tx) error {
+		cols, have, err := s.cols.view(ctx, tx, q.NamespaceID, nowMs)
+		if err != nil || !have {
+			return err
+		}
+		total, page := cols.search(q, nowMs, subj, from)
+		res = Result{Total: total, Emails: make([]Email, 0, len(page))}
+		if len(page) == 0 {
+			ok = true
+			return nil
+		}
+		args := make([]any, len(page))
+		for i, seq := range page {
+			args[i] = seq
+		}
+		rows, err := tx.Query(ctx, "SELECT seq, doc, body FROM emails WHERE seq IN "+placeholders(len(page)), args...)
+		if err != nil {
+			return fmt.Errorf("search emails: %w", err)
+		}
+		defer rows.Close()
+		found := make(map[int64]Email, len(page))
+		for rows.Next() {
+			var seq int64
+			var doc string
+			var body []byte
+			if err := rows.Scan(&seq, &doc, &body); err != nil {
+				return fmt.Errorf("search emails: %w", err)
+			}
+			if found[seq], err = decodeEmail(doc, body); err != nil {
+				return err
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("search emails: %w", err)
+		}
+		for _, seq := range page {
+			e, have := found[seq]
+			if !have {
+				slog.Warn("Search copy of namespace out of step; dropped", "namespace", q.NamespaceID, "seq", seq)
+				s.cols.drop(q.NamespaceID)
+				return nil
+			}
+			res.Emails = append(res.Emails, e)
+		}
+		ok = true
+		return nil
+	})
+	return res, ok, err
+}
+
+// columnSearchable reports whether the copies in memory can answer q: a
+// substring filter on SQLite, without to_addr_prefix (which the recipients'
+// index answers better).
+func (s *Searcher) columnSearchable(q Query) bool {
+	return s.cols != nil && s.db.Dialect == store.SQLite && q.ToAddrPrefix == "" &&
+		(q.SubjectIncludes != "" || q.FromAddrIncludes != "")
+}

@@ -1,0 +1,239 @@
+package inbox
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// columnFixture is a SQLite store with two namespaces whose emails are written
+// row by row, with chosen times, as the ingester writes them.
+type columnFixture struct {
+	t      *testing.T
+	db     *store.DB
+	ns     [2]tenant.Namespace
+	nowMs  int64
+	copies *Searcher // answers from the copies in memory
+	sql    *Searcher // answers in SQLite
+	nextID int
+}
+
+func newColumnFixture(t *testing.T) *columnFixture {
+	db := storetest.Open(t, store.SQLite)
+	ctx := context.Background()
+	f := &columnFixture{t: t, db: db, nowMs: time.Now().UnixMilli()}
+	f.ns[0] = defaultNamespace(t, db)
+	ts := tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 24*time.Hour)
+	other, err := ts.UpsertNamespace(ctx, f.ns[0].OrgID, "other", tenant.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ns[1] = other
+	f.copies, f.sql = NewSearcher(db), NewSearcher(db)
+	f.sql.SetColumnBudget(0)
+	clock := func() time.Time { return time.UnixMilli(f.nowMs) }
+	f.copies.SetClock(clock)
+	f.sql.SetClock(clock)
+	return f
+}
+
+// insert writes one email into namespace ns received at recv.
+func (f *columnFixture) insert(ns int, recv, exp int64, subject, from string) {
+	f.t.Helper()
+	ctx := context.Background()
+	f.nextID++
+	err := f.db.InTx(ctx, func(tx *store.Tx) error {
+		doc := fmt.Sprintf(`{"id":"e%d","from":{"address":%q},"to":[],"subject":%q,"received_date":"","received_timestamp":0,"expires_timestamp":0}`,
+			f.nextID, from, subject)
+		if _, err := tx.Exec(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc)
+			VALUES (?, ?, ?, ?, ?, ?, 1, '127.0.0.1', 'test', ?, ?)`,
+			fmt.Sprintf("e%d", f.nextID), f.ns[ns].ID, recv, exp, from, subject, from, doc); err != nil {
+			return err
+		}
+		return addCounts(ctx, tx, 0, map[string]int64{f.ns[ns].ID: 1})
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// deleteWhere deletes the emails a query's seq and id columns name.
+func (f *columnFixture) deleteWhere(q string, args ...any) {
+	f.t.Helper()
+	ctx := context.Background()
+	err := f.db.InTx(ctx, func(tx *store.Tx) error {
+		seqs, ids, err := selectEmails(ctx, tx, q, args...)
+		if err != nil {
+			return err
+		}
+		return deleteEmails(ctx, tx, seqs, ids)
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// compare runs q on both searchers and fails unless they agree.
+func (f *columnFixture) compare(q Query) Result {
+	f.t.Helper()
+	ctx := context.Background()
+	a, err := f.copies.Search(ctx, q)
+	if err != nil {
+		f.t.Fatalf("%+v from memory: %v", q, err)
+	}
+	b, err := f.sql.Search(ctx, q)
+	if err != nil {
+		f.t.Fatalf("%+v in SQLite: %v", q, err)
+	}
+	if a.Total != b.Total || fmt.Sprint(ids(a)) != fmt.Sprint(ids(b)) {
+		f.t.Fatalf("%+v: from memory %d %v, in SQLite %d %v", q, a.Total, ids(a), b.Total, ids(b))
+	}
+	return a
+}
+
+// loaded reports whether namespace ns has a copy in memory.
+func (f *columnFixture) loaded(ns int) bool {
+	e, ok := f.copies.cols.ns[f.ns[ns].ID]
+	return ok && e.loaded
+}
+
+// Substring searches answered from the copies in memory find what SQLite
+// finds, whatever happens to the namespace between them: new emails (some
+// received before ones already copied, some in the other namespace), the
+// quota's deletions, the reaper's, deletions of any other email, time passing
+// past expiries, and every filter the copies serve.
+func TestColumnsAgreeWithSQLite(t *testing.T) {
+	f := newColumnFixture(t)
+	rng := rand.New(rand.NewSource(1))
+	words := []string{"Password reset", "Welcome", "Ünïcode ÉTÉ", "invoice", "İstanbul", "reset"}
+	needles := []string{"reset", "password r", "é", "ÉTÉ", "i̇stan", "welcome", "e", "zzz", " "}
+	froms := []string{"a@example.com", "bob@x.test", "carol@example.org"}
+	base := f.nowMs
+	recv := base
+	for step := 0; step < 400; step++ {
+		switch op := rng.Intn(20); {
+		case op < 10: // new emails, sometimes received before the newest
+			for k := rng.Intn(4); k >= 0; k-- {
+				recv += int64(rng.Intn(2000))
+				r := recv
+				if rng.Intn(5) == 0 {
+					r -= int64(rng.Intn(5000))
+				}
+				ttl := int64(60_000 + rng.Intn(600_000))
+				f.insert(rng.Intn(3)/2, r, f.nowMs+ttl, fmt.Sprintf("%s %d", words[rng.Intn(len(words))], step), froms[rng.Intn(len(froms))])
+			}
+		case op == 10: // the quota keeps the newest n
+			ctx := context.Background()
+			if err := f.db.InTx(ctx, func(tx *store.Tx) error {
+				return enforceQuota(ctx, tx, f.ns[0].ID, int64(5+rng.Intn(40)), f.nowMs)
+			}); err != nil {
+				t.Fatal(err)
+			}
+		case op == 11:
+			if _, err := Reap(context.Background(), f.db, time.UnixMilli(f.nowMs)); err != nil {
+				t.Fatal(err)
+			}
+		case op == 12: // any other deletion: one email from the middle
+			f.deleteWhere("SELECT seq, id FROM emails WHERE namespace_id = ? ORDER BY random() LIMIT 1", f.ns[0].ID)
+		case op < 15:
+			f.nowMs += int64(rng.Intn(120_000))
+		}
+		q := Query{NamespaceID: f.ns[0].ID, Limit: 1 + rng.Intn(MaxLimit), Offset: rng.Intn(3) * rng.Intn(10)}
+		if rng.Intn(3) > 0 {
+			q.SubjectIncludes = needles[rng.Intn(len(needles))]
+		}
+		if q.SubjectIncludes == "" || rng.Intn(4) == 0 {
+			q.FromAddrIncludes = []string{"example", "BOB@", "@"}[rng.Intn(3)]
+		}
+		if rng.Intn(4) == 0 {
+			from := (base + int64(rng.Intn(int(recv-base+1)))) / 1000
+			q.FromTimestamp = &from
+		}
+		if rng.Intn(4) == 0 {
+			to := (base + int64(rng.Intn(int(recv-base+1)))) / 1000
+			q.ToTimestamp = &to
+		}
+		f.compare(q)
+	}
+	if !f.loaded(0) {
+		t.Fatal("no copy of the namespace in memory: the searches ran in SQLite")
+	}
+}
+
+// A namespace too large for the budget is searched in SQLite; copies are
+// dropped least recently searched first.
+func TestColumnBudget(t *testing.T) {
+	f := newColumnFixture(t)
+	for i := 0; i < 50; i++ {
+		f.insert(0, f.nowMs+int64(i), f.nowMs+3_600_000, fmt.Sprintf("first %d", i), "a@example.com")
+		f.insert(1, f.nowMs+int64(i), f.nowMs+3_600_000, fmt.Sprintf("second %d", i), "b@example.com")
+	}
+	search := func(ns int) {
+		t.Helper()
+		res := f.compare(Query{NamespaceID: f.ns[ns].ID, Limit: 10, SubjectIncludes: " 4"})
+		if res.Total != 11 {
+			t.Fatalf("namespace %d: %d matches, want 11", ns, res.Total)
+		}
+	}
+	f.copies.SetColumnBudget(50*estRowBytes + 1) // room for about one namespace
+	search(0)
+	if !f.loaded(0) {
+		t.Fatal("namespace 0 not copied")
+	}
+	search(1)
+	if f.loaded(0) || !f.loaded(1) {
+		t.Fatalf("after searching namespace 1: copies of 0 %v, of 1 %v; want only 1", f.loaded(0), f.loaded(1))
+	}
+	f.copies.SetColumnBudget(10 * estRowBytes) // smaller than either
+	search(0)
+	if f.loaded(0) {
+		t.Fatal("a namespace over the budget was copied")
+	}
+}
+
+// A copy follows new emails, the quota's deletions and the reaper's without
+// loading the namespace again; any other deletion makes it load again.
+func TestColumnsCatchUpWithoutLoading(t *testing.T) {
+	f := newColumnFixture(t)
+	q := Query{NamespaceID: f.ns[0].ID, Limit: 5, SubjectIncludes: "reset"}
+	add := func(n int, ttl int64) {
+		for i := 0; i < n; i++ {
+			f.nowMs++
+			f.insert(i%2, f.nowMs, f.nowMs+ttl, fmt.Sprintf("Password reset %d", i), "a@example.com")
+		}
+	}
+	step := func(what string, wantTotal, wantLoads int) {
+		t.Helper()
+		if res := f.compare(q); res.Total != wantTotal {
+			t.Fatalf("after %s: %d matches, want %d", what, res.Total, wantTotal)
+		}
+		if got := f.copies.cols.loads; got != wantLoads {
+			t.Fatalf("after %s: namespace loaded %d times, want %d", what, got, wantLoads)
+		}
+	}
+	add(20, 1000)
+	step("the first search", 10, 1)
+	add(20, 3_600_000)
+	step("new emails", 20, 1)
+	ctx := context.Background()
+	if err := f.db.InTx(ctx, func(tx *store.Tx) error { return enforceQuota(ctx, tx, f.ns[0].ID, 15, f.nowMs) }); err != nil {
+		t.Fatal(err)
+	}
+	step("the quota", 15, 1)
+	add(4, 1000)
+	f.nowMs += 2000
+	step("expiry", 10, 1) // the quota kept 5 short-lived ones
+	if n, err := Reap(ctx, f.db, time.UnixMilli(f.nowMs)); err != nil || n == 0 {
+		t.Fatalf("reaped %d, %v", n, err)
+	}
+	step("the reaper", 10, 1)
+	f.deleteWhere("SELECT seq, id FROM emails WHERE namespace_id = ? ORDER BY seq DESC LIMIT 1 OFFSET 3", f.ns[0].ID)
+	step("another deletion", 9, 2)
+}
