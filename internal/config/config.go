@@ -53,7 +53,9 @@ type Serve struct {
 	SMTPIdleTimeout     time.Duration `name:"smtp-idle-timeout" env:"CATCHBOX_SMTP_IDLE_TIMEOUT" default:"60s" help:"An SMTP connection idle this long is closed."`
 	SMTPMaxCommands     int           `name:"smtp-max-commands" env:"CATCHBOX_SMTP_MAX_COMMANDS" default:"20000" help:"Most commands on one SMTP connection before it is closed (a message takes three or more)."`
 
-	RetentionMax   time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention_time a namespace may set."`
+	RetentionMax      time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention_time a namespace may set."`
+	SearchMemoryBytes int64         `name:"search-memory-bytes" env:"CATCHBOX_SEARCH_MEMORY_BYTES" default:"134217728" help:"SQLite: memory for the columns substring searches read, kept per namespace searched (0: search in SQLite only)."`
+
 	ReaperInterval time.Duration `name:"reaper-interval" env:"CATCHBOX_REAPER_INTERVAL" default:"30s" help:"How often expired emails are deleted."`
 
 	TwilioAuthToken string        `name:"twilio-auth-token" env:"CATCHBOX_TWILIO_AUTH_TOKEN" help:"Twilio account auth token: verifies X-Twilio-Signature on POST /webhooks/twilio/sms (the webhook is off without it)."`
@@ -73,6 +75,9 @@ func (c *Serve) Validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return fmt.Errorf("tls-cert and tls-key must be set together")
+	}
+	if c.SearchMemoryBytes < 0 {
+		return fmt.Errorf("search-memory-bytes must not be negative")
 	}
 	if c.RetentionMax < time.Minute {
 		return fmt.Errorf("retention-max must be at least 60s")

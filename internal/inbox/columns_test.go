@@ -237,3 +237,27 @@ func TestColumnsCatchUpWithoutLoading(t *testing.T) {
 	f.deleteWhere("SELECT seq, id FROM emails WHERE namespace_id = ? ORDER BY seq DESC LIMIT 1 OFFSET 3", f.ns[0].ID)
 	step("another deletion", 9, 2)
 }
+
+// In a namespace past indexRows, a value the trigram index finds in few rows
+// is searched through the index; a common one still in memory.
+func TestRareValuesThroughTheIndex(t *testing.T) {
+	f := newColumnFixture(t)
+	n := phraseSample + 10
+	for i := 0; i < n; i++ {
+		f.insert(0, f.nowMs+int64(i), f.nowMs+3_600_000, fmt.Sprintf("Password reset %04d", i), "a@example.com")
+	}
+	indexThrough(t, f.db, "MAX(seq)")
+	f.copies.indexRows = int64(n - 1)
+	if res := f.compare(Query{NamespaceID: f.ns[0].ID, Limit: 10, SubjectIncludes: "reset 0017"}); res.Total != 1 {
+		t.Fatalf("reset 0017: %d matches, want 1", res.Total)
+	}
+	if f.loaded(0) {
+		t.Fatal("a rare value was searched in memory")
+	}
+	if res := f.compare(Query{NamespaceID: f.ns[0].ID, Limit: 10, SubjectIncludes: "password"}); res.Total != n {
+		t.Fatalf("password: %d matches, want %d", res.Total, n)
+	}
+	if !f.loaded(0) {
+		t.Fatal("a common value was not searched in memory")
+	}
+}

@@ -135,9 +135,11 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 	publicURL := cfg.PublicBaseURL()
 	smtpHost, smtpPort := cfg.SMTPPublicEndpoint()
 
+	searcher := inbox.NewSearcher(db)
+	searcher.SetColumnBudget(cfg.SearchMemoryBytes)
 	api := &inbox.API{
 		Tenants:   tenants,
-		Searcher:  inbox.NewSearcher(db),
+		Searcher:  searcher,
 		Notifier:  notifier,
 		Key:       key,
 		PublicURL: func() string { return publicURL },
