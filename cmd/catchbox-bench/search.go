@@ -25,6 +25,9 @@ type searchResult struct {
 	Total   int64   `json:"total_count"` // matches the server reported
 	Errors  int     `json:"errors"`
 	Error   string  `json:"error,omitempty"`
+	// FirstMs is the first request's time (a warm-up one when there are
+	// any): what a server pays once, such as loading a cache.
+	FirstMs float64 `json:"first_ms"`
 	Latency Latency `json:"latency"`
 }
 
@@ -80,7 +83,7 @@ func runSearch(args []string, stdout io.Writer) error {
 	for _, q := range queries {
 		r := timeQuery(client, q, *key, *warmup, *requests)
 		rep.Queries = append(rep.Queries, r)
-		fmt.Fprintf(&line, "\n  %-16s total=%d errors=%d %s", q.Name, r.Total, r.Errors, r.Latency)
+		fmt.Fprintf(&line, "\n  %-16s total=%d errors=%d first=%.2fms %s", q.Name, r.Total, r.Errors, r.FirstMs, r.Latency)
 		if r.Error != "" {
 			fmt.Fprintf(&line, " first_error=%q", r.Error)
 		}
@@ -127,6 +130,9 @@ func timeQuery(client *http.Client, q searchQuery, key string, warmup, requests 
 		start := time.Now()
 		total, err := getPage(client, q.URL, key)
 		d := time.Since(start)
+		if i == 0 {
+			r.FirstMs = float64(d.Microseconds()) / 1000
+		}
 		if err != nil {
 			r.Errors++
 			if r.Error == "" {
