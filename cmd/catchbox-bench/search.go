@@ -20,11 +20,11 @@ type searchQuery struct {
 
 // searchResult is the timing of one query.
 type searchResult struct {
-	Name    string  `json:"name"`
-	URL     string  `json:"url"`
-	Total   int64   `json:"total_count"` // matches the server reported
-	Errors  int     `json:"errors"`
-	Error   string  `json:"error,omitempty"`
+	Name   string `json:"name"`
+	URL    string `json:"url"`
+	Total  int64  `json:"total_count"` // matches the server reported
+	Errors int    `json:"errors"`
+	Error  string `json:"error,omitempty"`
 	// FirstMs is the first request's time (a warm-up one when there are
 	// any): what a server pays once, such as loading a cache.
 	FirstMs float64 `json:"first_ms"`
