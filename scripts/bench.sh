@@ -104,7 +104,7 @@ rm -rf "$OUT/search"; start_catchbox "$OUT/search"
 $B seed --smtp $CB_SMTP --messages "$SEARCH_EMAILS" --conns 16
 $B search --label catchbox --api "http://$CB_HTTP" --key $KEY --requests 500 --subject-includes "password reset" --to-addr-prefix "user0042@"
 $B search --label catchbox --api "http://$CB_HTTP" --key $KEY --requests 500 --subject-includes "Order 0042317" --to-addr-prefix "user0042@"
-echo "catchbox after the searches: $(grep -E 'VmHWM|VmRSS' /proc/$CB_PID/status | tr -s ' \t\n' ' ')"
+echo "catchbox after the searches: $(grep -E 'VmHWM|VmRSS|RssAnon|RssFile' /proc/$CB_PID/status | tr -s ' \t\n' ' ')"
 echo "## wait wake-up, $SEARCH_EMAILS emails in the namespace"
 $B wait --api "http://$CB_HTTP" --smtp $CB_SMTP --key $KEY --rounds 200
 stop_catchbox

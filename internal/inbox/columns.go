@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/catchbox/catchbox/internal/store"
 )
@@ -88,19 +89,42 @@ func emptyColumns(through int64) columns {
 // It fails when the text would pass what uint32 offsets can address.
 func (c *columns) add(rows []columnRow) error {
 	for _, r := range rows {
-		subj, from := store.Fold(r.subj), store.Fold(r.from)
-		if int64(len(c.subj))+int64(len(subj)) > 1<<32-1 || int64(len(c.from))+int64(len(from)) > 1<<32-1 {
-			return errors.New("namespace text too large to keep in memory")
+		if err := c.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from)); err != nil {
+			return err
 		}
-		c.seq = append(c.seq, r.seq)
-		c.recv = append(c.recv, r.recv)
-		c.exp = append(c.exp, r.exp)
-		c.subj = append(c.subj, subj...)
-		c.from = append(c.from, from...)
-		c.subjOff = append(c.subjOff, uint32(len(c.subj)))
-		c.fromOff = append(c.fromOff, uint32(len(c.from)))
 	}
 	return nil
+}
+
+// addRow appends one row, folding its subject and From address.
+func (c *columns) addRow(seq, recv, exp int64, subj, from []byte) error {
+	c.subj = appendFolded(c.subj, subj)
+	c.from = appendFolded(c.from, from)
+	if int64(len(c.subj)) > 1<<32-1 || int64(len(c.from)) > 1<<32-1 {
+		return errTooLarge
+	}
+	c.seq = append(c.seq, seq)
+	c.recv = append(c.recv, recv)
+	c.exp = append(c.exp, exp)
+	c.subjOff = append(c.subjOff, uint32(len(c.subj)))
+	c.fromOff = append(c.fromOff, uint32(len(c.from)))
+	return nil
+}
+
+// appendFolded appends store.Fold(s) to dst, without a string for ASCII text.
+func appendFolded(dst, s []byte) []byte {
+	for _, b := range s {
+		if b >= utf8.RuneSelf {
+			return append(dst, store.Fold(string(s))...)
+		}
+	}
+	for _, b := range s {
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		dst = append(dst, b)
+	}
+	return dst
 }
 
 // row returns row i as a columnRow (with folded text).
@@ -126,7 +150,7 @@ func (c *columns) merged(rows []columnRow) (columns, error) {
 			r = rows[j]
 			j++
 		}
-		if err := out.add([]columnRow{r}); err != nil {
+		if err := out.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from)); err != nil {
 			return columns{}, err
 		}
 	}
@@ -200,6 +224,7 @@ type nsColumns struct {
 	loaded  bool
 	bytes   int64
 	lastUse uint64
+	tooBig  int64 // rows of a copy that was over the budget: not loaded again at this size
 }
 
 func newColumnCache(budget int64) *columnCache {
@@ -221,22 +246,31 @@ func (cc *columnCache) entry(nsID string) *nsColumns {
 }
 
 // publish makes cols the namespace's copy and drops the least recently
-// searched copies until the cache is within its budget. It reports false when
-// the copy alone is over the budget (then it is not kept).
-func (cc *columnCache) publish(nsID string, e *nsColumns, cols columns) bool {
+// searched copies until the cache is within its budget. A copy larger than the
+// whole budget is not kept, and the namespace is searched in SQLite until it
+// holds fewer emails. Nor is a copy kept whose entry was dropped meanwhile;
+// the search that made it uses it all the same, as it is exact for its
+// snapshot.
+func (cc *columnCache) publish(nsID string, e *nsColumns, cols columns) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	size := cols.bytes()
-	cc.used += size - e.bytes
-	e.cols, e.loaded, e.bytes = cols, true, size
-	if cc.ns[nsID] != e { // dropped meanwhile: count it anew
-		cc.ns[nsID] = e
+	if cc.ns[nsID] != e {
+		return
 	}
+	size := cols.bytes()
+	if size > cc.budget {
+		cc.used -= e.bytes
+		e.cols, e.loaded, e.bytes = columns{}, false, 0
+		e.tooBig = int64(cols.len())
+		return
+	}
+	cc.used += size - e.bytes
+	e.cols, e.loaded, e.bytes, e.tooBig = cols, true, size, 0
 	for cc.used > cc.budget {
 		var victim string
 		var oldest uint64
 		for id, o := range cc.ns {
-			if o.loaded && (victim == "" || o.lastUse < oldest) {
+			if o.loaded && o != e && (victim == "" || o.lastUse < oldest) {
 				victim, oldest = id, o.lastUse
 			}
 		}
@@ -248,7 +282,6 @@ func (cc *columnCache) publish(nsID string, e *nsColumns, cols columns) bool {
 		delete(cc.ns, victim)
 		v.cols, v.loaded, v.bytes = columns{}, false, 0
 	}
-	return cc.ns[nsID] == e
 }
 
 // drop forgets a namespace's copy.
@@ -260,6 +293,14 @@ func (cc *columnCache) drop(nsID string) {
 		delete(cc.ns, nsID)
 		e.cols, e.loaded, e.bytes = columns{}, false, 0
 	}
+}
+
+// tooBig returns the size at which the namespace's copy was over the budget,
+// or 0.
+func (cc *columnCache) tooBig(e *nsColumns) int64 {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return e.tooBig
 }
 
 // current returns the namespace's copy, if one is loaded.
@@ -313,6 +354,9 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 		cc.drop(nsID)
 		return columns{}, false, nil
 	}
+	if big := cc.tooBig(e); big > 0 && want >= big {
+		return columns{}, false, nil
+	}
 
 	cols, loaded := cc.current(e)
 	if loaded && cols.through > through {
@@ -325,27 +369,58 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 		}
 	}
 	if !loaded {
-		rows, err := readColumnRows(ctx, tx, "WHERE namespace_id = ? AND expires_ms > ? ORDER BY received_ms, seq", nsID, nowMs)
-		if err != nil {
-			return columns{}, false, fmt.Errorf("load namespace for search: %w", err)
-		}
 		cc.mu.Lock()
 		cc.loads++
 		cc.mu.Unlock()
-		cols = emptyColumns(through)
-		if err := cols.add(rows); err != nil {
+		cols, err = loadColumns(ctx, tx, nsID, through, want, nowMs)
+		if errors.Is(err, errTooLarge) {
 			cc.drop(nsID)
 			return columns{}, false, nil
 		}
-		if int64(len(rows)) != want {
-			slog.Warn("Namespace email count differs from its rows", "namespace", nsID, "count", want, "rows", len(rows))
+		if err != nil {
+			return columns{}, false, err
+		}
+		if int64(cols.len()) != want {
+			slog.Warn("Namespace email count differs from its rows", "namespace", nsID, "count", want, "rows", cols.len())
 		}
 	}
-	if !cc.publish(nsID, e, cols) {
-		return columns{}, false, nil
-	}
+	cc.publish(nsID, e, cols)
 	return cols, true, nil
 }
+
+// loadColumns reads the namespace's unexpired emails into a new copy, rows
+// scanned straight into it (want, the expected count, sizes the arrays).
+func loadColumns(ctx context.Context, tx *store.Tx, nsID string, through, want, nowMs int64) (columns, error) {
+	rows, err := tx.Query(ctx, columnSelect+"WHERE namespace_id = ? AND +expires_ms > ? ORDER BY received_ms, seq", nsID, nowMs)
+	if err != nil {
+		return columns{}, fmt.Errorf("load namespace for search: %w", err)
+	}
+	defer rows.Close()
+	cols := emptyColumns(through)
+	n := int(min(max(want, 0), 1<<24)) + 1
+	cols.seq, cols.recv, cols.exp = make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
+	cols.subjOff, cols.fromOff = append(make([]uint32, 0, n+1), 0), append(make([]uint32, 0, n+1), 0)
+	var (
+		seq, recv, exp int64
+		subj, from     sql.RawBytes
+	)
+	for rows.Next() {
+		if err := rows.Scan(&seq, &recv, &exp, &subj, &from); err != nil {
+			return columns{}, fmt.Errorf("load namespace for search: %w", err)
+		}
+		if err := cols.addRow(seq, recv, exp, subj, from); err != nil {
+			return columns{}, errTooLarge
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return columns{}, fmt.Errorf("load namespace for search: %w", err)
+	}
+	return cols, nil
+}
+
+// errTooLarge is loadColumns' answer for a namespace whose text passes what
+// a copy can address.
+var errTooLarge = errors.New("namespace text too large to keep in memory")
 
 // catchUp brings a copy from its seq to through, within tx: it adds the
 // namespace's emails past the copy's seq, drops the rows before the
@@ -357,7 +432,9 @@ func catchUp(ctx context.Context, tx *store.Tx, nsID string, cols columns, throu
 	}
 	if through > cols.through {
 		// seq is the rowid: a range of the table, every namespace's new rows.
-		rows, err := readColumnRows(ctx, tx, "WHERE seq > ? AND +namespace_id = ? AND expires_ms > ?", cols.through, nsID, nowMs)
+		// (The unary + here and in the load keeps SQLite from seeking the
+		// expiry index instead, which would visit every email of the store.)
+		rows, err := readColumnRows(ctx, tx, "WHERE seq > ? AND +namespace_id = ? AND +expires_ms > ?", cols.through, nsID, nowMs)
 		if err != nil {
 			return columns{}, false, fmt.Errorf("catch up namespace for search: %w", err)
 		}
@@ -391,7 +468,8 @@ func catchUp(ctx context.Context, tx *store.Tx, nsID string, cols columns, throu
 		fresh := emptyColumns(cols.through)
 		for i := 0; i < cols.len(); i++ {
 			if cols.exp[i] > nowMs {
-				if err := fresh.add([]columnRow{cols.row(i)}); err != nil {
+				r := cols.row(i)
+				if err := fresh.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from)); err != nil {
 					return columns{}, false, nil
 				}
 			}

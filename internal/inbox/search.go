@@ -370,7 +370,7 @@ func (s *Searcher) plan(ctx context.Context, q Query) (searchPlan, error) {
 // in few rows is searched through the index rather than in the namespace's
 // copy in memory: checking each row of the copy costs about 10 ns, a search of
 // a rare value through the index about 1.5 ms however large the namespace.
-const defaultIndexRows = 200_000
+const defaultIndexRows = 50_000
 
 // indexServesBetter reports whether a substring search that the copies in
 // memory could answer is faster through the trigram index: in a namespace of
