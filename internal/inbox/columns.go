@@ -178,7 +178,13 @@ func (c *columns) unexpired(nowMs int64) int64 {
 }
 
 // search counts the rows matching q that expire after nowMs and returns the
-// seqs of the page's rows, newest first. The needles are folded.
+// seqs of the page's rows, newest first. The needles are folded; at least one
+// is set.
+//
+// One needle drives: it is sought in the text of all the rows at once (SIMD
+// byte search, which skips rows without its first byte at memory speed), and
+// each row it is found in is then checked for the rest. The last offset+limit
+// matches are kept in a ring, as the page is counted from the newest.
 func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, page []int64) {
 	lo, hi := 0, c.len()
 	if q.FromTimestamp != nil {
@@ -189,17 +195,44 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 		max := *q.ToTimestamp*1000 + 999
 		hi = sort.Search(c.len(), func(i int) bool { return c.recv[i] > max })
 	}
-	page = make([]int64, 0, q.Limit)
-	for i := hi - 1; i >= lo; i-- {
-		if c.exp[i] <= nowMs ||
-			(subj != nil && !bytes.Contains(c.subj[c.subjOff[i]:c.subjOff[i+1]], subj)) ||
-			(from != nil && !bytes.Contains(c.from[c.fromOff[i]:c.fromOff[i+1]], from)) {
+	if lo >= hi {
+		return 0, []int64{}
+	}
+	text, off, needle := c.subj, c.subjOff, subj
+	otherText, otherOff, other := c.from, c.fromOff, from
+	if len(subj) == 0 {
+		text, off, needle, other = c.from, c.fromOff, from, nil
+	}
+	keep := hi - lo
+	if q.Offset < keep && q.Offset+q.Limit < keep {
+		keep = q.Offset + q.Limit
+	}
+	ring := make([]int64, keep)
+	row, pos, end := lo, int(off[lo]), int(off[hi])
+	for pos < end {
+		k := bytes.Index(text[pos:end], needle)
+		if k < 0 {
+			break
+		}
+		at := pos + k
+		// The row holding at: the first from row on whose text ends past it.
+		row += sort.Search(hi-row, func(j int) bool { return int(off[row+j+1]) > at })
+		rowEnd := int(off[row+1])
+		if at+len(needle) > rowEnd {
+			pos = at + 1 // runs into the next row: not a match in this one
 			continue
 		}
-		if total >= q.Offset && len(page) < q.Limit {
-			page = append(page, c.seq[i])
+		pos = rowEnd
+		if c.exp[row] <= nowMs ||
+			(len(other) > 0 && !bytes.Contains(otherText[otherOff[row]:otherOff[row+1]], other)) {
+			continue
 		}
+		ring[total%keep] = c.seq[row]
 		total++
+	}
+	page = make([]int64, 0, q.Limit)
+	for m := total - 1 - q.Offset; m >= 0 && m >= total-q.Offset-q.Limit; m-- {
+		page = append(page, ring[m%keep])
 	}
 	return total, page
 }

@@ -366,11 +366,16 @@ func (s *Searcher) plan(ctx context.Context, q Query) (searchPlan, error) {
 	return p, nil
 }
 
-// defaultIndexRows is the namespace size above which a value the trigram index finds
-// in few rows is searched through the index rather than in the namespace's
-// copy in memory: checking each row of the copy costs about 10 ns, a search of
-// a rare value through the index about 1.5 ms however large the namespace.
-const defaultIndexRows = 50_000
+// defaultIndexRows is the namespace size above which a value the trigram index
+// finds in few rows is searched through the index rather than in the
+// namespace's copy in memory. A copy is read at about 10 ns a row, so 100,000
+// emails cost about a millisecond whatever the value; through the index a rare
+// value costs 0.3 to 1 ms however large the namespace, plus, for each new
+// value, the sample that tells it is rare, which can cost more than the search
+// (a wait for "bench-wait-<run>-<n>" among 100,000 subjects: 5.8 ms from the
+// 250 to the answer with the sample, 1.6 ms from memory). Past half a million
+// emails the index wins even with the sample.
+const defaultIndexRows = 500_000
 
 // indexServesBetter reports whether a substring search that the copies in
 // memory could answer is faster through the trigram index: in a namespace of
