@@ -83,15 +83,27 @@ func seedSearch(b *testing.B, db *store.DB, n int) tenant.Namespace {
 }
 
 // BenchmarkSearch measures the first page (limit 10, with its total_count) of
-// inbox searches over one namespace of 100,000 emails, on both stores. Besides
-// ns/op it reports p50 and p99 in milliseconds.
+// inbox searches over one namespace of 100,000 emails, on both stores, and on
+// SQLite without the in-memory copies too. Besides ns/op it reports p50 and p99
+// in milliseconds. Each query runs once untimed first, which loads the copy.
 func BenchmarkSearch(b *testing.B) {
 	n := searchBenchEmails()
-	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
-		b.Run(d.String(), func(b *testing.B) {
-			db := storetest.Open(b, d)
+	for _, st := range []struct {
+		name    string
+		d       store.Dialect
+		columns bool // SQLite: substring searches from the namespace's copy in memory
+	}{
+		{"sqlite", store.SQLite, true},
+		{"sqlite-no-copies", store.SQLite, false},
+		{"postgres", store.Postgres, false},
+	} {
+		b.Run(st.name, func(b *testing.B) {
+			db := storetest.Open(b, st.d)
 			ns := seedSearch(b, db, n)
 			s := inbox.NewSearcher(db)
+			if !st.columns {
+				s.SetColumnBudget(0)
+			}
 			for _, c := range []struct {
 				name string
 				q    inbox.Query
@@ -107,6 +119,11 @@ func BenchmarkSearch(b *testing.B) {
 			} {
 				q := c.q
 				q.NamespaceID, q.Limit = ns.ID, 10
+				// Once untimed: the namespace's copy is loaded by the first
+				// substring search.
+				if _, err := s.Search(context.Background(), q); err != nil {
+					b.Fatal(err)
+				}
 				b.Run(c.name, func(b *testing.B) {
 					lat := make([]time.Duration, 0, b.N)
 					for i := 0; i < b.N; i++ {
