@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/catchbox/catchbox/internal/store"
@@ -44,6 +45,10 @@ const columnRowBytes = 3*8 + 2*4
 // estRowBytes estimates a row's memory with its text, to decide before loading
 // whether a namespace fits the budget.
 const estRowBytes = 96
+
+// logLoadRows is the size from which loading a namespace's copy is logged
+// (it takes about a quarter of a second per 100,000 emails).
+const logLoadRows = 10000
 
 // maxCatchUp is how far behind the store (in seq, across all namespaces) a copy
 // may fall and still be caught up row by row rather than loaded again; it is
@@ -405,6 +410,7 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 		cc.mu.Lock()
 		cc.loads++
 		cc.mu.Unlock()
+		start := time.Now()
 		cols, err = loadColumns(ctx, tx, nsID, through, want, nowMs)
 		if errors.Is(err, errTooLarge) {
 			cc.drop(nsID)
@@ -415,6 +421,10 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 		}
 		if int64(cols.len()) != want {
 			slog.Warn("Namespace email count differs from its rows", "namespace", nsID, "count", want, "rows", cols.len())
+		}
+		if cols.len() >= logLoadRows {
+			slog.Info("Loaded namespace for substring search", "namespace", nsID, "emails", cols.len(),
+				"bytes", cols.bytes(), "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
 	cc.publish(nsID, e, cols)
