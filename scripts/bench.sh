@@ -2,6 +2,8 @@
 # The load runs of docs/benchmarks.md, Catchbox and Mailpit side by side.
 # Run from the repository root. Needs a Mailpit binary (scripts/bench-peer-mailpit.sh).
 #   REPS=3           ingest repetitions (each on a fresh server)
+#   SIZES            ingest message sizes (default "small large")
+#   BENCH_ONLY=ingest  stop after the interleaved ingest pairs
 #   SEARCH_EMAILS    emails seeded for the search run (default 100000)
 #   MAILPIT_SEARCH_EMAILS  emails seeded into Mailpit for its search run (default 50000)
 #   BENCH_1M=1       also seed 1,000,000 emails over 1,000 namespaces (about 15 minutes here)
@@ -13,6 +15,7 @@ set -eu
 GO=${GO:-go}
 OUT=${BENCH_DIR:-/tmp/catchbox-bench-run}
 REPS=${REPS:-3}
+SIZES=${SIZES:-small large}
 SEARCH_EMAILS=${SEARCH_EMAILS:-100000}
 MAILPIT_SEARCH_EMAILS=${MAILPIT_SEARCH_EMAILS:-50000}
 KEY=benchkey12345
@@ -64,7 +67,7 @@ echo "# $(date -u +%FT%TZ) $(nproc) cores, $($GO version), load: $(cut -d' ' -f1
 
 echo "## ingest: 2,000 messages over 8 connections, fresh servers, interleaved"
 for rep in $(seq 1 "$REPS"); do
-	for size in small large; do
+	for size in $SIZES; do
 		if [ -n "$HAVE_MAILPIT" ]; then
 			eval "$(scripts/bench-peer-mailpit.sh start)"
 			$B smtp --label mailpit --addr "$MAILPIT_SMTP" --messages 2000 --conns 8 --size $size --pid "$MAILPIT_PID"
@@ -75,6 +78,8 @@ for rep in $(seq 1 "$REPS"); do
 		stop_catchbox
 	done
 done
+
+[ "${BENCH_ONLY:-}" != ingest ] || exit 0
 
 if [ -n "${BENCH_POSTGRES_URL:-}" ]; then
 	echo "## ingest on PostgreSQL: one replica, then two (each sender's 4 connections to one replica)"
