@@ -40,7 +40,7 @@ const defaultColumnBudget = 128 << 20
 
 // estRowBytes estimates a row's memory with its text, to decide before loading
 // whether a namespace fits the budget.
-const estRowBytes = 96
+const estRowBytes = 112
 
 // logLoadRows is the size from which loading a namespace's copy is logged
 // (a quarter to half a second per 100,000 emails).
@@ -66,6 +66,66 @@ type columns struct {
 	// not taken off when rows are dropped), for choosing the byte a search
 	// looks for. Arrays, so that each published copy has its own.
 	subjFreq, fromFreq [256]uint32
+
+	// The trigram index: for each block of blockRows rows, counted from the
+	// copy's first row ever (base is how many rows before row 0 were dropped),
+	// a bit set of the byte trigrams its subjects (subjBlocks) and From
+	// addresses (fromBlocks) hold, blockWords words a block from block
+	// firstBlock on. A search skips a whole block that lacks one of the value's
+	// trigrams. A block is only read once full: until then appends set its bits.
+	base, firstBlock       int
+	subjBlocks, fromBlocks []uint64
+}
+
+// The trigram index's block: 256 rows, a 16,384-bit set per column (8 bytes a
+// row each). A block of subjects like "Order 0042317 password reset" sets
+// about a tenth of its bits, so a value with a few uncommon trigrams is looked
+// for in a few blocks in a hundred.
+const (
+	blockRows  = 256
+	blockBits  = 1 << 14
+	blockWords = blockBits / 64
+)
+
+// trigramBit is the bit of a block's set for the trigram at s[0:3].
+func trigramBit(s []byte) uint32 {
+	x := uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16
+	return (x * 2654435761) >> (32 - 14)
+}
+
+// trigramBits returns the bits of s's trigrams.
+func trigramBits(s []byte) []uint32 {
+	var bits []uint32
+	for i := 0; i+3 <= len(s); i++ {
+		bits = append(bits, trigramBit(s[i:]))
+	}
+	return bits
+}
+
+// markTrigrams sets the bits of text's trigrams in the set of the block that
+// absolute row abs is in, adding blocks as needed.
+func markTrigrams(blocks []uint64, firstBlock, abs int, text []byte) []uint64 {
+	at := (abs/blockRows - firstBlock) * blockWords
+	for len(blocks) < at+blockWords {
+		blocks = append(blocks, make([]uint64, blockWords)...)
+	}
+	set := blocks[at : at+blockWords]
+	for i := 0; i+3 <= len(text); i++ {
+		b := trigramBit(text[i:])
+		set[b/64] |= 1 << (b % 64)
+	}
+	return blocks
+}
+
+// holds reports whether block (absolute) of blocks has every bit of bits.
+func holds(blocks []uint64, firstBlock, block int, bits []uint32) bool {
+	set := blocks[(block-firstBlock)*blockWords:][:blockWords]
+	for _, b := range bits {
+		if set[b/64]&(1<<(b%64)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *columns) len() int { return len(c.seq) }
@@ -73,7 +133,7 @@ func (c *columns) len() int { return len(c.seq) }
 // bytes is the copy's memory.
 func (c *columns) bytes() int64 {
 	return int64(cap(c.seq)+cap(c.recv)+cap(c.exp))*8 + int64(cap(c.subjOff)+cap(c.fromOff))*4 +
-		int64(cap(c.subj)+cap(c.from))
+		int64(cap(c.subj)+cap(c.from)) + int64(cap(c.subjBlocks)+cap(c.fromBlocks))*8
 }
 
 // columnRow is one email's searched columns, as read from the store.
@@ -113,6 +173,9 @@ func (c *columns) addRow(seq, recv, exp int64, subj, from []byte) error {
 	for _, b := range c.from[m:] {
 		c.fromFreq[b]++
 	}
+	abs := c.base + c.len()
+	c.subjBlocks = markTrigrams(c.subjBlocks, c.firstBlock, abs, c.subj[n:])
+	c.fromBlocks = markTrigrams(c.fromBlocks, c.firstBlock, abs, c.from[m:])
 	if int64(len(c.subj)) > 1<<32-1 || int64(len(c.from)) > 1<<32-1 {
 		return errTooLarge
 	}
@@ -176,6 +239,11 @@ func (c columns) dropBefore(recv, seq int64) columns {
 	k := sort.Search(c.len(), func(i int) bool { return c.recv[i] > recv || (c.recv[i] == recv && c.seq[i] >= seq) })
 	c.seq, c.recv, c.exp = c.seq[k:], c.recv[k:], c.exp[k:]
 	c.subjOff, c.fromOff = c.subjOff[k:], c.fromOff[k:]
+	c.base += k
+	if drop := c.base/blockRows - c.firstBlock; drop > 0 {
+		c.subjBlocks, c.fromBlocks = c.subjBlocks[drop*blockWords:], c.fromBlocks[drop*blockWords:]
+		c.firstBlock += drop
+	}
 	return c
 }
 
@@ -213,10 +281,10 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 	if lo >= hi {
 		return 0, []int64{}
 	}
-	text, off, needle, freq := c.subj, c.subjOff, subj, &c.subjFreq
+	text, off, needle, freq, blocks := c.subj, c.subjOff, subj, &c.subjFreq, c.subjBlocks
 	otherText, otherOff, other := c.from, c.fromOff, from
 	if len(subj) == 0 {
-		text, off, needle, freq, other = c.from, c.fromOff, from, &c.fromFreq, nil
+		text, off, needle, freq, blocks, other = c.from, c.fromOff, from, &c.fromFreq, c.fromBlocks, nil
 	}
 	j := 0 // the needle's rarest byte
 	for i := range needle {
@@ -224,39 +292,52 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 			j = i
 		}
 	}
+	bits, otherBits := trigramBits(needle), trigramBits(other)
 	keep := hi - lo
 	if q.Offset < keep && q.Offset+q.Limit < keep {
 		keep = max(q.Offset+q.Limit, 1)
 	}
 	ring := make([]int64, keep)
-	row, pos, end := lo, int(off[lo]), int(off[hi])
-	for pos+len(needle) <= end {
-		k := bytes.IndexByte(text[pos+j:end], needle[j])
-		if k < 0 {
-			break
-		}
-		at := pos + k // where the needle would start
-		if at+len(needle) > end {
-			break
-		}
-		if !bytes.Equal(text[at:at+len(needle)], needle) {
-			pos = at + 1
+	for first := lo; first < hi; {
+		// One block at a time: rows first to last (relative), skipped whole
+		// when the block is full and lacks one of the values' trigrams.
+		block := (c.base + first) / blockRows
+		last := min(hi, (block+1)*blockRows-c.base)
+		if (block+1)*blockRows-c.base <= c.len() &&
+			(!holds(blocks, c.firstBlock, block, bits) || (other != nil && !holds(c.fromBlocks, c.firstBlock, block, otherBits))) {
+			first = last
 			continue
 		}
-		// The row holding at: the first from row on whose text ends past it.
-		row += sort.Search(hi-row, func(j int) bool { return int(off[row+j+1]) > at })
-		rowEnd := int(off[row+1])
-		if at+len(needle) > rowEnd {
-			pos = at + 1 // runs into the next row: not a match in this one
-			continue
+		row, pos, end := first, int(off[first]), int(off[last])
+		first = last
+		for pos+len(needle) <= end {
+			k := bytes.IndexByte(text[pos+j:end], needle[j])
+			if k < 0 {
+				break
+			}
+			at := pos + k // where the needle would start
+			if at+len(needle) > end {
+				break
+			}
+			if !bytes.Equal(text[at:at+len(needle)], needle) {
+				pos = at + 1
+				continue
+			}
+			// The row holding at: the first from row on whose text ends past it.
+			row += sort.Search(last-row, func(j int) bool { return int(off[row+j+1]) > at })
+			rowEnd := int(off[row+1])
+			if at+len(needle) > rowEnd {
+				pos = at + 1 // runs into the next row: not a match in this one
+				continue
+			}
+			pos = rowEnd
+			if c.exp[row] <= nowMs ||
+				(len(other) > 0 && !bytes.Contains(otherText[otherOff[row]:otherOff[row+1]], other)) {
+				continue
+			}
+			ring[total%keep] = c.seq[row]
+			total++
 		}
-		pos = rowEnd
-		if c.exp[row] <= nowMs ||
-			(len(other) > 0 && !bytes.Contains(otherText[otherOff[row]:otherOff[row+1]], other)) {
-			continue
-		}
-		ring[total%keep] = c.seq[row]
-		total++
 	}
 	page = make([]int64, 0, q.Limit)
 	for m := total - 1 - q.Offset; m >= 0 && m >= total-q.Offset-q.Limit; m-- {
