@@ -241,30 +241,6 @@ func TestColumnsCatchUpWithoutLoading(t *testing.T) {
 	step("another deletion", 9, 2)
 }
 
-// In a namespace past indexRows, a value the trigram index finds in few rows
-// is searched through the index; a common one still in memory.
-func TestRareValuesThroughTheIndex(t *testing.T) {
-	f := newColumnFixture(t)
-	n := phraseSample + 10
-	for i := 0; i < n; i++ {
-		f.insert(0, f.nowMs+int64(i), f.nowMs+3_600_000, fmt.Sprintf("Password reset %04d", i), "a@example.com")
-	}
-	indexThrough(t, f.db, "MAX(seq)")
-	f.copies.indexRows = int64(n - 1)
-	if res := f.compare(Query{NamespaceID: f.ns[0].ID, Limit: 10, SubjectIncludes: "reset 0017"}); res.Total != 1 {
-		t.Fatalf("reset 0017: %d matches, want 1", res.Total)
-	}
-	if f.loaded(0) {
-		t.Fatal("a rare value was searched in memory")
-	}
-	if res := f.compare(Query{NamespaceID: f.ns[0].ID, Limit: 10, SubjectIncludes: "password"}); res.Total != n {
-		t.Fatalf("password: %d matches, want %d", res.Total, n)
-	}
-	if !f.loaded(0) {
-		t.Fatal("a common value was not searched in memory")
-	}
-}
-
 // columns.search finds what a row-by-row check finds, on short rows over a
 // two-letter alphabet: matches that would run from one row into the next,
 // empty rows, expired rows, both needles, and every offset and limit.

@@ -49,9 +49,6 @@ type Searcher struct {
 	// scanLimit is the namespace size up to which a substring filter is
 	// matched row by row rather than through the trigram index (SQLite).
 	scanLimit int64
-	// defaultIndexRows is the namespace size above which a value the trigram index
-	// finds in few rows is not searched in memory (defaultIndexRows).
-	indexRows int64
 
 	// phrases remembers sampleWords' recent answers, by column and value, so
 	// that a search repeated while it waits for its email does not sample the
@@ -79,7 +76,7 @@ const (
 
 // NewSearcher returns a searcher over db.
 func NewSearcher(db *store.DB) *Searcher {
-	return &Searcher{db: db, now: time.Now, scanLimit: driveThreshold, indexRows: defaultIndexRows, cols: newColumnCache(defaultColumnBudget)}
+	return &Searcher{db: db, now: time.Now, scanLimit: driveThreshold, cols: newColumnCache(defaultColumnBudget)}
 }
 
 // SetColumnBudget sets the memory, in bytes, that substring searches on SQLite
@@ -261,16 +258,8 @@ func (s *Searcher) needsPhrase(ctx context.Context, column, needle string) (bool
 	if words := ftsWords(lower); len(words) == 0 || singleWord(lower, words) {
 		return false, nil
 	}
-	w, _, err := s.sampleWords(ctx, column, needle)
+	w, err := s.sampleWords(ctx, column, needle)
 	return w.candidates >= phraseSample && 2*w.hits < w.candidates, err
-}
-
-// rareInIndex reports whether the trigram index finds fewer than phraseSample
-// rows (in any namespace) holding a value's words: then it serves the value
-// faster than a namespace's copy in memory of more than indexRows emails.
-func (s *Searcher) rareInIndex(ctx context.Context, column, needle string) (bool, error) {
-	w, ok, err := s.sampleWords(ctx, column, needle)
-	return ok && w.candidates < phraseSample, err
 }
 
 // wordSample is what the index holds for a value's words: how many of their
@@ -278,13 +267,13 @@ func (s *Searcher) rareInIndex(ctx context.Context, column, needle string) (bool
 type wordSample struct{ candidates, hits int }
 
 // sampleWords reads the index's first phraseSample candidates for a value's
-// words and checks them for the value. ok is false when the value has no word
-// of three characters. Answers are kept for phraseTTL.
-func (s *Searcher) sampleWords(ctx context.Context, column, needle string) (w wordSample, ok bool, err error) {
+// words and checks them for the value; a value without a word of three
+// characters has none. Answers are kept for phraseTTL.
+func (s *Searcher) sampleWords(ctx context.Context, column, needle string) (w wordSample, err error) {
 	lower := store.Fold(needle)
 	words := ftsWords(lower)
 	if len(words) == 0 {
-		return wordSample{}, false, nil
+		return wordSample{}, nil
 	}
 	key := column + "\x00" + lower
 	now := s.now()
@@ -292,13 +281,13 @@ func (s *Searcher) sampleWords(ctx context.Context, column, needle string) (w wo
 	c, ok := s.phrases[key]
 	s.phrasesMu.Unlock()
 	if ok && now.Sub(c.at) < phraseTTL {
-		return c.sample, true, nil
+		return c.sample, nil
 	}
 	err = s.db.QueryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(instr(fold(e.`+column+`), ?) > 0), 0)
 		FROM (SELECT rowid FROM emails_fts WHERE emails_fts MATCH ? LIMIT ?) c CROSS JOIN emails e ON e.seq = c.rowid`,
 		lower, column+": ("+strings.Join(words, " AND ")+")", phraseSample).Scan(&w.candidates, &w.hits)
 	if err != nil {
-		return wordSample{}, false, fmt.Errorf("sample the search index: %w", err)
+		return wordSample{}, fmt.Errorf("sample the search index: %w", err)
 	}
 	s.phrasesMu.Lock()
 	if len(s.phrases) >= maxPhraseKeys || s.phrases == nil {
@@ -306,7 +295,7 @@ func (s *Searcher) sampleWords(ctx context.Context, column, needle string) (w wo
 	}
 	s.phrases[key] = phraseChoice{w, now}
 	s.phrasesMu.Unlock()
-	return w, true, nil
+	return w, nil
 }
 
 // unfiltered reports whether q selects the whole namespace.
@@ -366,39 +355,6 @@ func (s *Searcher) plan(ctx context.Context, q Query) (searchPlan, error) {
 	return p, nil
 }
 
-// defaultIndexRows is the namespace size above which a value the trigram index
-// finds in few rows is searched through the index rather than in the
-// namespace's copy in memory. A copy is read at about 10 ns a row, so 100,000
-// emails cost about a millisecond whatever the value; through the index a rare
-// value costs 0.3 to 1 ms however large the namespace, plus, for each new
-// value, the sample that tells it is rare, which can cost more than the search
-// (a wait for "bench-wait-<run>-<n>" among 100,000 subjects: 5.8 ms from the
-// 250 to the answer with the sample, 1.6 ms from memory). Past half a million
-// emails the index wins even with the sample.
-const defaultIndexRows = 500_000
-
-// indexServesBetter reports whether a substring search that the copies in
-// memory could answer is faster through the trigram index: in a namespace of
-// more than indexRows emails, with a value the index finds in few rows.
-func (s *Searcher) indexServesBetter(ctx context.Context, q Query) (bool, error) {
-	var n int64
-	if err := s.db.QueryRow(ctx, "SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?", q.NamespaceID).Scan(&n); err != nil {
-		return false, fmt.Errorf("size of namespace: %w", err)
-	}
-	if n <= s.indexRows {
-		return false, nil
-	}
-	for column, value := range map[string]string{"subject": q.SubjectIncludes, "from_addr": q.FromAddrIncludes} {
-		if value == "" {
-			continue
-		}
-		if rare, err := s.rareInIndex(ctx, column, value); rare || err != nil {
-			return rare, err
-		}
-	}
-	return false, nil
-}
-
 // searchIndexLag is how many emails the SQLite FTS5 index may lag behind the
 // newest. Adding emails to FTS5 writes a new index segment and now and then
 // merges segments, a cost per statement rather than per email; done once per
@@ -435,15 +391,9 @@ func catchUpIndex(ctx context.Context, tx *store.Tx, last int64, force bool) err
 // Expired emails are never returned, even before the reaper deletes them.
 func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 	if s.columnSearchable(q) {
-		indexed, err := s.indexServesBetter(ctx, q)
-		if err != nil {
-			return Result{}, err
-		}
-		if !indexed {
-			res, ok, err := s.searchColumns(ctx, q)
-			if ok || err != nil {
-				return res, err
-			}
+		res, ok, err := s.searchColumns(ctx, q)
+		if ok || err != nil {
+			return res, err
 		}
 	}
 	p, err := s.plan(ctx, q)
