@@ -301,7 +301,7 @@ func TestColumnsSearchRowByRow(t *testing.T) {
 func TestColumnsConcurrentSearches(t *testing.T) {
 	f := newColumnFixture(t)
 	f.copies.SetClock(time.Now)
-	const emails = 150
+	const emails = 600 // 300 in the namespace searched: a full block of the trigram index, and more
 	done := make(chan struct{})
 	errs := make(chan error, 4)
 	for g := 0; g < 4; g++ {
