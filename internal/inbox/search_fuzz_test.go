@@ -14,8 +14,8 @@ import (
 
 // FuzzSubstringSearch runs any subject_includes and from_addr_includes value
 // (the API passes any string of up to 998 characters) through the trigram
-// index and row by row over the same emails: neither may fail, and both must
-// find the same emails.
+// index, row by row in SQLite, and in the namespace's copy in memory, over the
+// same emails: none may fail, and all must find the same emails.
 func FuzzSubstringSearch(f *testing.F) {
 	db := storetest.Open(f, store.SQLite)
 	ctx := context.Background()
@@ -33,8 +33,10 @@ func FuzzSubstringSearch(f *testing.F) {
 	for _, s := range []string{"order 0042317", "password reset", "ÉTÉ", "\"quoted\"", "AND OR", "ß", "σίσυφος", "i̇stanbul", "kelvin", "k-sign", "a*b", "(d) {e}", "col: x", "\t", "  ", "sender@example", "\x00", "\xff\xfe", `""`, "NEAR(a b)"} {
 		f.Add(s)
 	}
-	indexed, scanned := NewSearcher(db), NewSearcher(db)
+	indexed, scanned, copied := NewSearcher(db), NewSearcher(db), NewSearcher(db)
 	indexed.scanLimit = -1
+	indexed.SetColumnBudget(0)
+	scanned.SetColumnBudget(0)
 	f.Fuzz(func(t *testing.T, needle string) {
 		for _, q := range []Query{{SubjectIncludes: needle}, {FromAddrIncludes: needle}} {
 			if needle == "" || len([]rune(needle)) > MaxFilterRunes {
@@ -51,6 +53,13 @@ func FuzzSubstringSearch(f *testing.F) {
 			}
 			if fmt.Sprint(ids(a)) != fmt.Sprint(ids(b)) || a.Total != b.Total {
 				t.Fatalf("%+q: %v through the index, %v row by row", needle, ids(a), ids(b))
+			}
+			c, err := copied.Search(ctx, q)
+			if err != nil {
+				t.Fatalf("%+q from memory: %v", needle, err)
+			}
+			if fmt.Sprint(ids(c)) != fmt.Sprint(ids(b)) || c.Total != b.Total {
+				t.Fatalf("%+q: %v from memory, %v row by row", needle, ids(c), ids(b))
 			}
 		}
 	})
