@@ -246,13 +246,7 @@ func TestColumnsCatchUpWithoutLoading(t *testing.T) {
 // empty rows, expired rows, both needles, and every offset and limit.
 func TestColumnsSearchRowByRow(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
-	word := func(n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = "ab"[rng.Intn(2)]
-		}
-		return string(b)
-	}
+	word := randomWords(rng, "ab")
 	for round := 0; round < 2000; round++ {
 		c := emptyColumns(0)
 		n := rng.Intn(12)
@@ -274,23 +268,7 @@ func TestColumnsSearchRowByRow(t *testing.T) {
 				from = []byte("a")
 			}
 		}
-		q := Query{Limit: 1 + rng.Intn(4), Offset: rng.Intn(6)}
-		const nowMs = 0
-		var want []int64
-		for i := n - 1; i >= 0; i-- {
-			r := rows[i]
-			if r.exp > nowMs && (subj == nil || strings.Contains(r.subj, string(subj))) && (from == nil || strings.Contains(r.from, string(from))) {
-				want = append(want, r.seq)
-			}
-		}
-		total, page := c.search(q, nowMs, subj, from)
-		wantPage := []int64{}
-		if q.Offset < len(want) {
-			wantPage = want[q.Offset:min(len(want), q.Offset+q.Limit)]
-		}
-		if total != len(want) || fmt.Sprint(page) != fmt.Sprint(wantPage) {
-			t.Fatalf("rows %+v, subject %q, from %q, %+v: got %d %v, want %d %v", rows, subj, from, q, total, page, len(want), wantPage)
-		}
+		checkSearch(t, &c, rows, Query{Limit: 1 + rng.Intn(4), Offset: rng.Intn(6)}, subj, from)
 	}
 }
 
@@ -353,13 +331,7 @@ func TestColumnsConcurrentSearches(t *testing.T) {
 // dropped, the search finds what a row-by-row check finds.
 func TestColumnsBlockIndex(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
-	word := func(n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = "abcdefghij"[rng.Intn(10)]
-		}
-		return string(b)
-	}
+	word := randomWords(rng, "abcdefghij")
 	for round := 0; round < 6; round++ {
 		c := emptyColumns(0)
 		n := 1000 + rng.Intn(3000)
@@ -380,22 +352,39 @@ func TestColumnsBlockIndex(t *testing.T) {
 			if rng.Intn(3) == 0 {
 				from = []byte(word(1 + rng.Intn(3)))
 			}
-			q := Query{Limit: 1 + rng.Intn(MaxLimit), Offset: rng.Intn(3) * rng.Intn(30)}
-			var want []int64
-			for i := len(rows) - 1; i >= 0; i-- {
-				r := rows[i]
-				if r.exp > 0 && strings.Contains(r.subj, string(subj)) && (from == nil || strings.Contains(r.from, string(from))) {
-					want = append(want, r.seq)
-				}
-			}
-			total, page := c.search(q, 0, subj, from)
-			wantPage := []int64{}
-			if q.Offset < len(want) {
-				wantPage = want[q.Offset:min(len(want), q.Offset+q.Limit)]
-			}
-			if total != len(want) || fmt.Sprint(page) != fmt.Sprint(wantPage) {
-				t.Fatalf("round %d, %d rows, subject %q, from %q, %+v: got %d %v, want %d %v", round, len(rows), subj, from, q, total, page, len(want), wantPage)
-			}
+			checkSearch(t, &c, rows, Query{Limit: 1 + rng.Intn(MaxLimit), Offset: rng.Intn(3) * rng.Intn(30)}, subj, from)
 		}
+	}
+}
+
+// randomWords returns a maker of random words of n letters from alphabet.
+func randomWords(rng *rand.Rand, alphabet string) func(n int) string {
+	return func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[rng.Intn(len(alphabet))]
+		}
+		return string(b)
+	}
+}
+
+// checkSearch fails unless c.search answers q (at time 0) as a check of each
+// of rows (c's rows, oldest first) does.
+func checkSearch(t *testing.T, c *columns, rows []columnRow, q Query, subj, from []byte) {
+	t.Helper()
+	var want []int64
+	for i := len(rows) - 1; i >= 0; i-- {
+		r := rows[i]
+		if r.exp > 0 && (subj == nil || strings.Contains(r.subj, string(subj))) && (from == nil || strings.Contains(r.from, string(from))) {
+			want = append(want, r.seq)
+		}
+	}
+	total, page := c.search(q, 0, subj, from)
+	wantPage := []int64{}
+	if q.Offset < len(want) {
+		wantPage = want[q.Offset:min(len(want), q.Offset+q.Limit)]
+	}
+	if total != len(want) || fmt.Sprint(page) != fmt.Sprint(wantPage) {
+		t.Fatalf("%d rows, subject %q, from %q, %+v: got %d %v, want %d %v", len(rows), subj, from, q, total, page, len(want), wantPage)
 	}
 }
