@@ -57,25 +57,30 @@ const maxCatchUp = 10000
 // changed once published: updates append past its length, or make a new one.
 type columns struct {
 	through int64 // the highest seq the store had given when the copy was last updated
+	base    int   // rows dropped before row 0 since the copy was made: row i is row base+i of the trigram index
 
-	seq, recv, exp []int64  // in inbox order: received_ms, then seq
-	subjOff        []uint32 // row i's folded subject is subj[subjOff[i]:subjOff[i+1]]
-	fromOff        []uint32
-	subj, from     []byte
+	seq, recv, exp []int64 // in inbox order: received_ms, then seq
+	subj, from     textColumn
+}
 
-	// How often each byte occurs in subj and from (counted as rows are added,
-	// not taken off when rows are dropped), for choosing the byte a search
-	// looks for. Arrays, so that each published copy has its own.
-	subjFreq, fromFreq [256]uint32
+// textColumn is one searched text of a copy, folded: the subjects or the From
+// addresses.
+type textColumn struct {
+	text []byte
+	off  []uint32 // row i's text is text[off[i]:off[i+1]]
+
+	// How often each byte occurs in text (counted as rows are added, not taken
+	// off when rows are dropped), for choosing the byte a search looks for. An
+	// array, so that each published copy has its own.
+	freq [256]uint32
 
 	// The trigram index: for each block of blockRows rows, counted from the
-	// copy's first row ever (base is how many rows before row 0 were dropped),
-	// a bit set of the byte trigrams its subjects (subjBlocks) and From
-	// addresses (fromBlocks) hold, blockWords words a block from block
-	// firstBlock on. A search skips a whole block that lacks one of the value's
-	// trigrams. A block is only read once full: until then appends set its bits.
-	base, firstBlock       int
-	subjBlocks, fromBlocks []uint64
+	// copy's first row ever, a bit set of the byte trigrams the block's texts
+	// hold, blockWords words a block from block firstBlock on. A search skips a
+	// whole block that lacks one of the value's trigrams. A block is only read
+	// once full: until then appends set its bits.
+	firstBlock int
+	blocks     []uint64
 }
 
 // The trigram index's block: 256 rows, a 16,384-bit set per column (8 bytes a
@@ -103,24 +108,49 @@ func trigramBits(s []byte) []uint32 {
 	return bits
 }
 
-// markTrigrams sets the bits of text's trigrams in the set of the block that
-// absolute row abs is in, adding blocks as needed.
-func markTrigrams(blocks []uint64, firstBlock, abs int, text []byte) []uint64 {
-	at := (abs/blockRows - firstBlock) * blockWords
-	for len(blocks) < at+blockWords {
-		blocks = append(blocks, make([]uint64, blockWords)...)
+func newTextColumn() textColumn { return textColumn{off: []uint32{0}} }
+
+// add appends the text of row abs (counted as the trigram index counts),
+// folded. It fails when the text would pass what uint32 offsets can address.
+func (t *textColumn) add(s []byte, abs int) error {
+	n := len(t.text)
+	t.text = appendFolded(t.text, s)
+	if int64(len(t.text)) > 1<<32-1 {
+		return errTooLarge
 	}
-	set := blocks[at : at+blockWords]
-	for i := 0; i+3 <= len(text); i++ {
-		b := trigramBit(text[i:])
+	for _, b := range t.text[n:] {
+		t.freq[b]++
+	}
+	at := (abs/blockRows - t.firstBlock) * blockWords
+	for len(t.blocks) < at+blockWords {
+		t.blocks = append(t.blocks, make([]uint64, blockWords)...)
+	}
+	set := t.blocks[at : at+blockWords]
+	for i := n; i+3 <= len(t.text); i++ {
+		b := trigramBit(t.text[i:])
 		set[b/64] |= 1 << (b % 64)
 	}
-	return blocks
+	t.off = append(t.off, uint32(len(t.text)))
+	return nil
 }
 
-// holds reports whether block (absolute) of blocks has every bit of bits.
-func holds(blocks []uint64, firstBlock, block int, bits []uint32) bool {
-	set := blocks[(block-firstBlock)*blockWords:][:blockWords]
+// at returns row i's text.
+func (t *textColumn) at(i int) []byte { return t.text[t.off[i]:t.off[i+1]] }
+
+// dropRows forgets the first k rows, base being the new first row's number.
+// The text stays; the index keeps the block that base is in.
+func (t *textColumn) dropRows(k, base int) {
+	t.off = t.off[k:]
+	if drop := base/blockRows - t.firstBlock; drop > 0 {
+		t.blocks = t.blocks[drop*blockWords:]
+		t.firstBlock += drop
+	}
+}
+
+// mayHold reports whether block (counted as the index counts) has every bit
+// of bits, that is, whether its texts may hold a value with those trigrams.
+func (t *textColumn) mayHold(block int, bits []uint32) bool {
+	set := t.blocks[(block-t.firstBlock)*blockWords:][:blockWords]
 	for _, b := range bits {
 		if set[b/64]&(1<<(b%64)) == 0 {
 			return false
@@ -129,12 +159,27 @@ func holds(blocks []uint64, firstBlock, block int, bits []uint32) bool {
 	return true
 }
 
+// rarest returns the index in needle of its byte that is rarest in the text.
+func (t *textColumn) rarest(needle []byte) int {
+	j := 0
+	for i := range needle {
+		if t.freq[needle[i]] < t.freq[needle[j]] {
+			j = i
+		}
+	}
+	return j
+}
+
+// bytes is the column's memory.
+func (t *textColumn) bytes() int64 {
+	return int64(cap(t.text)) + int64(cap(t.off))*4 + int64(cap(t.blocks))*8
+}
+
 func (c *columns) len() int { return len(c.seq) }
 
 // bytes is the copy's memory.
 func (c *columns) bytes() int64 {
-	return int64(cap(c.seq)+cap(c.recv)+cap(c.exp))*8 + int64(cap(c.subjOff)+cap(c.fromOff))*4 +
-		int64(cap(c.subj)+cap(c.from)) + int64(cap(c.subjBlocks)+cap(c.fromBlocks))*8
+	return int64(cap(c.seq)+cap(c.recv)+cap(c.exp))*8 + c.subj.bytes() + c.from.bytes()
 }
 
 // columnRow is one email's searched columns, as read from the store.
@@ -149,11 +194,10 @@ func (r columnRow) before(recv, seq int64) bool {
 
 // emptyColumns returns a copy with no rows.
 func emptyColumns(through int64) columns {
-	return columns{through: through, subjOff: []uint32{0}, fromOff: []uint32{0}}
+	return columns{through: through, subj: newTextColumn(), from: newTextColumn()}
 }
 
 // add appends rows, which must come after the copy's last row in inbox order.
-// It fails when the text would pass what uint32 offsets can address.
 func (c *columns) add(rows []columnRow) error {
 	for _, r := range rows {
 		if err := c.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from)); err != nil {
@@ -163,29 +207,25 @@ func (c *columns) add(rows []columnRow) error {
 	return nil
 }
 
-// addRow appends one row, folding its subject and From address.
+// addRow appends one row, folding its subject and From address. It fails when
+// the text would pass what a copy can address.
 func (c *columns) addRow(seq, recv, exp int64, subj, from []byte) error {
-	n, m := len(c.subj), len(c.from)
-	c.subj = appendFolded(c.subj, subj)
-	c.from = appendFolded(c.from, from)
-	for _, b := range c.subj[n:] {
-		c.subjFreq[b]++
-	}
-	for _, b := range c.from[m:] {
-		c.fromFreq[b]++
-	}
 	abs := c.base + c.len()
-	c.subjBlocks = markTrigrams(c.subjBlocks, c.firstBlock, abs, c.subj[n:])
-	c.fromBlocks = markTrigrams(c.fromBlocks, c.firstBlock, abs, c.from[m:])
-	if int64(len(c.subj)) > 1<<32-1 || int64(len(c.from)) > 1<<32-1 {
-		return errTooLarge
+	if err := c.subj.add(subj, abs); err != nil {
+		return err
+	}
+	if err := c.from.add(from, abs); err != nil {
+		return err
 	}
 	c.seq = append(c.seq, seq)
 	c.recv = append(c.recv, recv)
 	c.exp = append(c.exp, exp)
-	c.subjOff = append(c.subjOff, uint32(len(c.subj)))
-	c.fromOff = append(c.fromOff, uint32(len(c.from)))
 	return nil
+}
+
+// copyRow appends row i of src.
+func (c *columns) copyRow(src *columns, i int) error {
+	return c.addRow(src.seq[i], src.recv[i], src.exp[i], src.subj.at(i), src.from.at(i))
 }
 
 // appendFolded appends store.Fold(s) to dst, without a string for ASCII text.
@@ -204,12 +244,6 @@ func appendFolded(dst, s []byte) []byte {
 	return dst
 }
 
-// row returns row i as a columnRow (with folded text).
-func (c *columns) row(i int) columnRow {
-	return columnRow{c.seq[i], c.recv[i], c.exp[i],
-		string(c.subj[c.subjOff[i]:c.subjOff[i+1]]), string(c.from[c.fromOff[i]:c.fromOff[i+1]])}
-}
-
 // merged returns a new copy with the rows of c and rows (sorted in inbox
 // order), for rows that do not all come after c's last one.
 func (c *columns) merged(rows []columnRow) (columns, error) {
@@ -219,15 +253,16 @@ func (c *columns) merged(rows []columnRow) (columns, error) {
 	out.exp = make([]int64, 0, c.len()+len(rows))
 	i, j := 0, 0
 	for i < c.len() || j < len(rows) {
-		var r columnRow
+		var err error
 		if j == len(rows) || (i < c.len() && !rows[j].before(c.recv[i], c.seq[i])) {
-			r = c.row(i)
+			err = out.copyRow(c, i)
 			i++
 		} else {
-			r = rows[j]
+			r := rows[j]
+			err = out.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from))
 			j++
 		}
-		if err := out.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from)); err != nil {
+		if err != nil {
 			return columns{}, err
 		}
 	}
@@ -239,12 +274,9 @@ func (c *columns) merged(rows []columnRow) (columns, error) {
 func (c columns) dropBefore(recv, seq int64) columns {
 	k := sort.Search(c.len(), func(i int) bool { return c.recv[i] > recv || (c.recv[i] == recv && c.seq[i] >= seq) })
 	c.seq, c.recv, c.exp = c.seq[k:], c.recv[k:], c.exp[k:]
-	c.subjOff, c.fromOff = c.subjOff[k:], c.fromOff[k:]
 	c.base += k
-	if drop := c.base/blockRows - c.firstBlock; drop > 0 {
-		c.subjBlocks, c.fromBlocks = c.subjBlocks[drop*blockWords:], c.fromBlocks[drop*blockWords:]
-		c.firstBlock += drop
-	}
+	c.subj.dropRows(k, c.base)
+	c.from.dropRows(k, c.base)
 	return c
 }
 
@@ -282,18 +314,12 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 	if lo >= hi {
 		return 0, []int64{}
 	}
-	text, off, needle, freq, blocks := c.subj, c.subjOff, subj, &c.subjFreq, c.subjBlocks
-	otherText, otherOff, other := c.from, c.fromOff, from
+	col, needle, other, otherNeedle := &c.subj, subj, &c.from, from
 	if len(subj) == 0 {
-		text, off, needle, freq, blocks, other = c.from, c.fromOff, from, &c.fromFreq, c.fromBlocks, nil
+		col, needle, otherNeedle = &c.from, from, nil
 	}
-	j := 0 // the needle's rarest byte
-	for i := range needle {
-		if freq[needle[i]] < freq[needle[j]] {
-			j = i
-		}
-	}
-	bits, otherBits := trigramBits(needle), trigramBits(other)
+	text, off, j := col.text, col.off, col.rarest(needle)
+	bits, otherBits := trigramBits(needle), trigramBits(otherNeedle)
 	keep := hi - lo
 	if q.Offset < keep && q.Offset+q.Limit < keep {
 		keep = max(q.Offset+q.Limit, 1)
@@ -305,7 +331,7 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 		block := (c.base + first) / blockRows
 		last := min(hi, (block+1)*blockRows-c.base)
 		if (block+1)*blockRows-c.base <= c.len() &&
-			(!holds(blocks, c.firstBlock, block, bits) || (other != nil && !holds(c.fromBlocks, c.firstBlock, block, otherBits))) {
+			(!col.mayHold(block, bits) || (otherNeedle != nil && !other.mayHold(block, otherBits))) {
 			first = last
 			continue
 		}
@@ -333,7 +359,7 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 			}
 			pos = rowEnd
 			if c.exp[row] <= nowMs ||
-				(len(other) > 0 && !bytes.Contains(otherText[otherOff[row]:otherOff[row+1]], other)) {
+				(otherNeedle != nil && !bytes.Contains(other.at(row), otherNeedle)) {
 				continue
 			}
 			ring[total%keep] = c.seq[row]
@@ -482,17 +508,14 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 	e.update.Lock()
 	defer e.update.Unlock()
 
-	var through, stored, expired int64
+	var through, want int64
 	// The highest seq ever given (AUTOINCREMENT's), not the highest stored:
 	// the newest emails may have been deleted.
-	err = tx.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'emails'),
-		(SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?),
-		(SELECT COUNT(*) FROM emails WHERE expires_ms <= ? AND +namespace_id = ?)`,
-		nsID, nowMs, nsID).Scan(&through, &stored, &expired)
+	err = tx.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'emails'), `+liveCount(store.SQLite),
+		nsID, nowMs, nsID).Scan(&through, &want)
 	if err != nil {
 		return columns{}, false, fmt.Errorf("size of namespace: %w", err)
 	}
-	want := stored - expired
 	if want*estRowBytes > cc.budget {
 		cc.drop(nsID)
 		return columns{}, false, nil
@@ -547,7 +570,7 @@ func loadColumns(ctx context.Context, tx *store.Tx, nsID string, through, want, 
 	cols := emptyColumns(through)
 	n := int(min(max(want, 0), 1<<24)) + 1
 	cols.seq, cols.recv, cols.exp = make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
-	cols.subjOff, cols.fromOff = append(make([]uint32, 0, n+1), 0), append(make([]uint32, 0, n+1), 0)
+	cols.subj.off, cols.from.off = append(make([]uint32, 0, n+1), 0), append(make([]uint32, 0, n+1), 0)
 	var (
 		seq, recv, exp int64
 		subj, from     sql.RawBytes
@@ -566,8 +589,8 @@ func loadColumns(ctx context.Context, tx *store.Tx, nsID string, through, want, 
 	return cols, nil
 }
 
-// errTooLarge is loadColumns' answer for a namespace whose text passes what
-// a copy can address.
+// errTooLarge is the answer for a namespace whose text passes what a copy can
+// address (uint32 offsets).
 var errTooLarge = errors.New("namespace text too large to keep in memory")
 
 // catchUp brings a copy from its seq to through, within tx: it adds the
@@ -616,8 +639,7 @@ func catchUp(ctx context.Context, tx *store.Tx, nsID string, cols columns, throu
 		fresh := emptyColumns(cols.through)
 		for i := 0; i < cols.len(); i++ {
 			if cols.exp[i] > nowMs {
-				r := cols.row(i)
-				if err := fresh.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from)); err != nil {
+				if err := fresh.copyRow(&cols, i); err != nil {
 					return columns{}, false, nil
 				}
 			}

@@ -50,7 +50,7 @@ type Searcher struct {
 	// matched row by row rather than through the trigram index (SQLite).
 	scanLimit int64
 
-	// phrases remembers sampleWords' recent answers, by column and value, so
+	// phrases remembers needsPhrase's recent answers, by column and value, so
 	// that a search repeated while it waits for its email does not sample the
 	// index each time. The answer only chooses a plan: a stale one costs time,
 	// never a wrong result.
@@ -62,10 +62,10 @@ type Searcher struct {
 	cols *columnCache
 }
 
-// phraseChoice is one sampleWords answer and when it was sampled.
+// phraseChoice is one needsPhrase answer and when it was sampled.
 type phraseChoice struct {
-	sample wordSample
-	at     time.Time
+	need bool
+	at   time.Time
 }
 
 // How long and how many needsPhrase answers are kept.
@@ -255,25 +255,9 @@ const phraseSample = 200
 // only cost (12.5 % of 100,000 subjects: 36 ms with it, 31 ms without).
 func (s *Searcher) needsPhrase(ctx context.Context, column, needle string) (bool, error) {
 	lower := store.Fold(needle)
-	if words := ftsWords(lower); len(words) == 0 || singleWord(lower, words) {
-		return false, nil
-	}
-	w, err := s.sampleWords(ctx, column, needle)
-	return w.candidates >= phraseSample && 2*w.hits < w.candidates, err
-}
-
-// wordSample is what the index holds for a value's words: how many of their
-// first phraseSample candidates there are, and how many hold the value.
-type wordSample struct{ candidates, hits int }
-
-// sampleWords reads the index's first phraseSample candidates for a value's
-// words and checks them for the value; a value without a word of three
-// characters has none. Answers are kept for phraseTTL.
-func (s *Searcher) sampleWords(ctx context.Context, column, needle string) (w wordSample, err error) {
-	lower := store.Fold(needle)
 	words := ftsWords(lower)
-	if len(words) == 0 {
-		return wordSample{}, nil
+	if len(words) == 0 || singleWord(lower, words) {
+		return false, nil
 	}
 	key := column + "\x00" + lower
 	now := s.now()
@@ -281,21 +265,23 @@ func (s *Searcher) sampleWords(ctx context.Context, column, needle string) (w wo
 	c, ok := s.phrases[key]
 	s.phrasesMu.Unlock()
 	if ok && now.Sub(c.at) < phraseTTL {
-		return c.sample, nil
+		return c.need, nil
 	}
-	err = s.db.QueryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(instr(fold(e.`+column+`), ?) > 0), 0)
+	var n, hits int
+	err := s.db.QueryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(instr(fold(e.`+column+`), ?) > 0), 0)
 		FROM (SELECT rowid FROM emails_fts WHERE emails_fts MATCH ? LIMIT ?) c CROSS JOIN emails e ON e.seq = c.rowid`,
-		lower, column+": ("+strings.Join(words, " AND ")+")", phraseSample).Scan(&w.candidates, &w.hits)
+		lower, column+": ("+strings.Join(words, " AND ")+")", phraseSample).Scan(&n, &hits)
 	if err != nil {
-		return wordSample{}, fmt.Errorf("sample the search index: %w", err)
+		return false, fmt.Errorf("sample the search index: %w", err)
 	}
+	need := n >= phraseSample && 2*hits < n
 	s.phrasesMu.Lock()
 	if len(s.phrases) >= maxPhraseKeys || s.phrases == nil {
 		s.phrases = map[string]phraseChoice{}
 	}
-	s.phrases[key] = phraseChoice{w, now}
+	s.phrases[key] = phraseChoice{need, now}
 	s.phrasesMu.Unlock()
-	return w, nil
+	return need, nil
 }
 
 // unfiltered reports whether q selects the whole namespace.
@@ -408,14 +394,8 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 	// large the namespace. Emails past their expiry that the reaper has not
 	// deleted yet are taken off; the reaper's emails_expiry index holds them at
 	// its start, so they are found without a walk of the namespace.
-	nsTerm := "namespace_id = ?"
-	if s.db.Dialect == store.SQLite {
-		nsTerm = "+namespace_id = ?" // seek the expiry index, never walk the namespace
-	}
 	var res Result
-	err = s.db.QueryRow(ctx, `SELECT (SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?)
-		- (SELECT COUNT(*) FROM emails WHERE expires_ms <= ? AND `+nsTerm+`)`,
-		q.NamespaceID, s.now().UnixMilli(), q.NamespaceID).Scan(&res.Total)
+	err = s.db.QueryRow(ctx, "SELECT "+liveCount(s.db.Dialect), q.NamespaceID, s.now().UnixMilli(), q.NamespaceID).Scan(&res.Total)
 	if err != nil {
 		return Result{}, fmt.Errorf("count emails: %w", err)
 	}
@@ -438,6 +418,18 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 		res.Emails = append(res.Emails, e)
 	}
 	return res, rows.Err()
+}
+
+// liveCount is the SQL expression for a namespace's unexpired emails, with the
+// arguments namespace, now (ms), namespace: namespace_counts less the expired
+// emails the reaper has not deleted yet.
+func liveCount(d store.Dialect) string {
+	nsTerm := "namespace_id = ?"
+	if d == store.SQLite {
+		nsTerm = "+namespace_id = ?" // seek the expiry index, never walk the namespace
+	}
+	return `(SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?)
+		- (SELECT COUNT(*) FROM emails WHERE expires_ms <= ? AND ` + nsTerm + `)`
 }
 
 // searchFiltered finds a filtered search's matches once: their keys are
