@@ -25,6 +25,9 @@ func TestDecodeHeader(t *testing.T) {
 		{"=?GB2312?B?1dTA2g==?=", "", "赵磊"},
 		{"=?KOI8-R?B?6dfBzg==?=", "", "Иван"},
 		{"=?x-unknown?Q?kept?=", "", "=?x-unknown?Q?kept?="},
+		{"=?US-ASCII*EN?Q?Keith_Moore?=", "", "Keith Moore"}, // RFC 2231 section 5: a language after '*'
+		{"=?utf-8*de?q?M=C3=A4rz?=", "", "März"},
+		{"=?x-unknown*en?Q?kept?=", "", "=?x-unknown*en?Q?kept?="},
 		{"=?UTF-8?B?not base64!?=", "", "=?UTF-8?B?not base64!?="},
 		{"Caf\xe9", "", "Café"},           // raw Latin-1: Windows-1252 by default
 		{"\xf0\xf2\xe9", "koi8-r", "ПРИ"}, // raw bytes read in the declared charset

@@ -342,6 +342,14 @@ var expectedDifferences = map[string]expectedDifference{
 		}
 		return nil
 	}},
+	// An encoded word's charset may name a language (RFC 2231 section 5), which
+	// enmime took for part of the charset's name, keeping the word as sent.
+	"header/encoded-word-language": {"a language in an encoded word's charset", func(p Parsed) error {
+		if p.From != (Address{Address: "moore@cs.utk.edu", Name: "Keith Moore"}) || p.Subject != "Märzcafé" {
+			return fmt.Errorf("from %+v, subject %q", p.From, p.Subject)
+		}
+		return wantAttachment(p, 0, "€.pdf", "x")
+	}},
 	// Invalid UTF-7 gives U+FFFD, as invalid bytes do in every charset; with
 	// enmime the whole message failed to parse, and an encoded word was kept
 	// as sent.
@@ -742,6 +750,9 @@ Subject: original
 	{"header/encoded-words", "Subject: =?UTF-8?B?SsO8cmdlbg==?= =?ISO-8859-1?Q?Andr=E9?= =?x-unknown?q?x?=\r\nX-A: =?utf-8?q?a=FFb?=\r\nX-B: =?windows-1252?Q?=93hi=94?= and =?koi8-r?b?8NLJ18XU?=\r\n\r\nbody\r\n"},
 	{"header/encoded-latin1-c1", "From: =?ISO-8859-1?Q?=80uro?= <e@example.com>\r\nSubject: =?iso-8859-1?q?=80uro?= =?latin1?q?=80?= =?iso88591?q?=93x=94?=\r\n\r\nbody\r\n"},
 	{"header/encoded-charset-aliases", "Subject: =?cp-850?q?=82?= =?136?b?pKSk5Q==?= =?238?q?=8A?= =?iso646-us?q?=80?= =?we8iso8859p1?q?=E9?= =?8859-2?q?=A1?= =?cp932?b?gqA=?=\r\n\r\nbody\r\n"},
+	{"header/encoded-word-language", "From: =?US-ASCII*EN?Q?Keith_Moore?= <moore@cs.utk.edu>\r\nSubject: =?utf-8*de?q?M=C3=A4rz?= =?iso-8859-1*fr?q?caf=E9?=\r\n" +
+		"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nbody\r\n" +
+		"--b\r\nContent-Type: application/pdf; name=\"=?utf-8*en?b?4oKsLnBkZg==?=\"\r\n\r\nx\r\n--b--\r\n"},
 	{"header/nul", "Subject: a\x00b\r\nX-A: \x00\r\n\r\nbody \x00\r\n"},
 
 	// Addresses.
