@@ -48,7 +48,7 @@ func FuzzParseSearch(f *testing.F) {
 				}
 			}
 		}
-		if hi, ok := prefixUpperBound(strings.ToLower(q.ToAddrPrefix)); ok && hi <= strings.ToLower(q.ToAddrPrefix) {
+		if hi, ok := store.PrefixUpperBound(strings.ToLower(q.ToAddrPrefix)); ok && hi <= strings.ToLower(q.ToAddrPrefix) {
 			t.Fatalf("prefix upper bound %q not above %q", hi, q.ToAddrPrefix)
 		}
 	})

@@ -395,8 +395,7 @@ func fold(s string) string { return strings.ToLower(s) }
 // containsPattern is a LIKE pattern matching values that contain s, with LIKE's
 // wildcards in s taken literally.
 func containsPattern(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(fold(s)) + "%"
+	return "%" + store.EscapeLike(fold(s)) + "%"
 }
 
 func nullString(s string) any {
