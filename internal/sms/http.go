@@ -235,21 +235,11 @@ func (a *API) searchMessagesHandler(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	q.NumberID = n.ID
-	search := func(ctx context.Context) (Result, bool, error) {
+	search := func(ctx context.Context) (searchResponse, bool, error) {
 		res, err := a.Service.Search(ctx, q)
-		return res, res.Total > 0, err
+		return searchResponse{TotalCount: res.Total, Options: opt, Data: res.Messages}, res.Total > 0, err
 	}
-	res, err := notify.LookOrHold(r.Context(), wait, a.Notifier, Topic(n.ID),
-		notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
-	if errors.Is(err, notify.ErrHoldEnded) {
-		httpx.AskAgain(w, r)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, searchResponse{TotalCount: res.Total, Options: opt, Data: res.Messages})
-	return nil
+	return notify.Answer(w, r, wait, a.Notifier, Topic(n.ID), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
 }
 
 // latestMessageHandler answers GET /api/sms/{phone_number}/latest; 404 when the
