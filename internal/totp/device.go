@@ -140,8 +140,8 @@ func Validate(in NewDevice, now time.Time) *httpx.FieldError {
 	if len(in.Secret) == 0 {
 		return &httpx.FieldError{Field: "secret", Detail: ErrSecretEmpty.Error()}
 	}
-	if f, d := in.Params.Check(); f != "" {
-		return &httpx.FieldError{Field: f, Detail: d}
+	if fe := in.Params.Check(); fe != nil {
+		return fe
 	}
 	for _, f := range []struct{ name, v string }{{"name", in.Name}, {"username", in.Username}, {"issuer", in.Issuer}} {
 		if d := CheckText(f.v); d != "" {

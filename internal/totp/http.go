@@ -292,18 +292,6 @@ func (p *problems) params(b *body) Params {
 	return pr
 }
 
-func fillDefaults(pr *Params) {
-	if pr.Digits == 0 {
-		pr.Digits = DefaultDigits
-	}
-	if pr.Period == 0 {
-		pr.Period = DefaultPeriod
-	}
-	if pr.Algorithm == "" {
-		pr.Algorithm = DefaultAlgorithm
-	}
-}
-
 // createSharedSecretDeviceHandler answers POST /api/devices: a device with the
 // authenticator-app defaults (6 digits, 30 seconds, SHA1).
 func (s *Service) createSharedSecretDeviceHandler(w http.ResponseWriter, r *http.Request) error {
@@ -346,7 +334,7 @@ func (s *Service) createWithParams(w http.ResponseWriter, r *http.Request, secre
 	in.Secret = p.secret(secretField, v)
 	s.describe(&p, b, &in)
 	in.Params = p.params(b)
-	fillDefaults(&in.Params)
+	in.Params = in.Params.withDefaults()
 	return s.create(w, r, &p, in)
 }
 
@@ -370,7 +358,7 @@ func (s *Service) createOtpauthDeviceHandler(w http.ResponseWriter, r *http.Requ
 	} else {
 		in = MergeOtpauth(k, in)
 	}
-	fillDefaults(&in.Params)
+	in.Params = in.Params.withDefaults()
 	return s.create(w, r, &p, in)
 }
 
