@@ -9,6 +9,22 @@ import (
 	"time"
 )
 
+// arriveWhenHeld waits until a request is held on h, then marks the arrival
+// and publishes the topics.
+func arriveWhenHeld(h *Hub, topics ...string) *atomic.Bool {
+	var arrived atomic.Bool
+	go func() {
+		for h.Waiters() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		arrived.Store(true)
+		for _, topic := range topics {
+			h.Publish(context.Background(), topic)
+		}
+	}()
+	return &arrived
+}
+
 func TestUntil(t *testing.T) {
 	ctx := context.Background()
 	t.Run("match on the first look is answered without holding", func(t *testing.T) {
@@ -23,15 +39,7 @@ func TestUntil(t *testing.T) {
 	})
 	t.Run("a wake-up re-checks and answers", func(t *testing.T) {
 		h := NewHub()
-		var arrived atomic.Bool
-		go func() {
-			for h.Waiters() == 0 {
-				time.Sleep(time.Millisecond)
-			}
-			arrived.Store(true)
-			h.Publish(ctx, "other") // not ours: no answer
-			h.Publish(ctx, "t")
-		}()
+		arrived := arriveWhenHeld(h, "other", "t") // "other" is not ours: no answer
 		got, err := Until(ctx, h, "t", Policy{Hold: time.Hour}, func(context.Context) (string, bool, error) {
 			return "mail", arrived.Load(), nil
 		})
@@ -105,14 +113,7 @@ func TestAnswer(t *testing.T) {
 	})
 	t.Run("a held request is answered with the match", func(t *testing.T) {
 		h := NewHub()
-		var arrived atomic.Bool
-		go func() {
-			for h.Waiters() == 0 {
-				time.Sleep(time.Millisecond)
-			}
-			arrived.Store(true)
-			h.Publish(context.Background(), "t")
-		}()
+		arrived := arriveWhenHeld(h, "t")
 		w, err := answer(true, h, func(context.Context) (page, bool, error) {
 			if arrived.Load() {
 				return page{Total: 1}, true, nil
