@@ -333,8 +333,7 @@ func (s *Service) createWithParams(w http.ResponseWriter, r *http.Request, secre
 	}
 	in.Secret = p.secret(secretField, v)
 	s.describe(&p, b, &in)
-	in.Params = p.params(b)
-	in.Params = in.Params.withDefaults()
+	in.Params = p.params(b).withDefaults()
 	return s.create(w, r, &p, in)
 }
 
