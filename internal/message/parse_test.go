@@ -131,15 +131,38 @@ var parseMessageSeeds = []string{
 // A multipart nested deep and cut off before its end parses in time linear in
 // its size. (enmime needed time exponential in the depth: days for this one.)
 func TestParseDeepCutOffMultipart(t *testing.T) {
+	p := Parse(cutOff(60))
+	if p.Subject != "deep" || p.Text != "innermost\r\n--n" {
+		t.Errorf("subject %q, text %q", p.Subject, p.Text)
+	}
+}
+
+// cutOff is a multipart nested depth levels deep and cut off before its end.
+func cutOff(depth int) []byte {
 	var b strings.Builder
 	b.WriteString("Subject: deep\r\n")
-	for i := 1; i <= 60; i++ {
+	for i := 1; i <= depth; i++ {
 		fmt.Fprintf(&b, "Content-Type: multipart/mixed; boundary=n%d\r\n\r\n--n%d\r\n", i, i)
 	}
 	b.WriteString("Content-Type: text/plain\r\n\r\ninnermost\r\n--n")
-	p := Parse([]byte(b.String()))
-	if p.Subject != "deep" || p.Text != "innermost\r\n--n" {
-		t.Errorf("subject %q, text %q", p.Subject, p.Text)
+	return []byte(b.String())
+}
+
+// BenchmarkParseCutOff parses cutOff messages with Parse and with enmime, whose
+// time doubles with each level (docs/benchmarks.md, "MIME parsing").
+func BenchmarkParseCutOff(b *testing.B) {
+	for _, depth := range []int{10, 12, 14} {
+		raw := cutOff(depth)
+		b.Run(fmt.Sprintf("parse/depth=%d", depth), func(b *testing.B) {
+			for range b.N {
+				Parse(raw)
+			}
+		})
+		b.Run(fmt.Sprintf("enmime/depth=%d", depth), func(b *testing.B) {
+			for range b.N {
+				parseMessageEnmime(raw)
+			}
+		})
 	}
 }
 
