@@ -23,10 +23,44 @@ import (
 // MaxBodyBytes is the largest request body accepted (contract section 4).
 const MaxBodyBytes = 8 << 20
 
-// FieldError describes one invalid field of a request.
+// FieldError is one rejected input value, named by its API field: one entry of
+// the error body's errors list (contract section 4, "Error body"). It is an
+// error, so that a check that knows nothing of HTTP (tenant.Validate,
+// totp.Validate) can return it; WriteError answers it as a 400.
 type FieldError struct {
 	Field  string
-	Detail string
+	Detail string // what is wrong, read after the field's name: "must be at least 0"
+	Code   string // the API error code; "" is invalid_parameter
+}
+
+func (e *FieldError) Error() string { return e.Field + " " + e.Detail }
+
+// Fields collects the invalid fields of one request, so that a client learns of
+// every mistake at once.
+type Fields []FieldError
+
+// Add records that field is invalid, with the code invalid_parameter.
+func (f *Fields) Add(field, detail string) { *f = append(*f, FieldError{Field: field, Detail: detail}) }
+
+// Err is the 400 for every field collected, or nil when there is none. Its code
+// is that of the first field; its message names every field and its detail.
+func (f Fields) Err() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return f.error()
+}
+
+func (f Fields) error() *Error {
+	msgs := make([]string, len(f))
+	for i, fe := range f {
+		msgs[i] = fe.Error()
+	}
+	code := f[0].Code
+	if code == "" {
+		code = "invalid_parameter"
+	}
+	return &Error{Status: http.StatusBadRequest, Code: code, Message: strings.Join(msgs, "; "), Fields: f}
 }
 
 // Error is a failure answered with the contract's error body.
@@ -51,12 +85,7 @@ func NotFound(what string) *Error {
 
 // Invalid is a 400 for one bad field: "limit must be between 1 and 20".
 func Invalid(field, detail string) *Error {
-	return &Error{
-		Status:  http.StatusBadRequest,
-		Code:    "invalid_parameter",
-		Message: field + " " + detail,
-		Fields:  []FieldError{{Field: field, Detail: detail}},
-	}
+	return Fields{{Field: field, Detail: detail}}.error()
 }
 
 type errorDetail struct {
@@ -78,11 +107,16 @@ type errorBody struct {
 }
 
 // WriteError answers err with the contract's error body. An *Error is sent as it
-// is; anything else is logged and answered 500 with only the request id, so no
-// internal detail reaches a client.
+// is and a *FieldError as a 400; anything else is logged and answered 500 with
+// only the request id, so no internal detail reaches a client.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	var he *Error
-	if !errors.As(err, &he) {
+	var fe *FieldError
+	switch {
+	case errors.As(err, &he):
+	case errors.As(err, &fe):
+		he = Fields{*fe}.error()
+	default:
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 			return // the client went away; nobody to answer
 		}
@@ -165,13 +199,13 @@ func jsonTypeName(kind string) string {
 // client learns of every mistake at once.
 type Query struct {
 	r      *http.Request
-	fields []FieldError
+	fields Fields
 }
 
 // NewQuery starts parsing r's query string.
 func NewQuery(r *http.Request) *Query { return &Query{r: r} }
 
-func (q *Query) fail(field, detail string) { q.fields = append(q.fields, FieldError{field, detail}) }
+func (q *Query) fail(field, detail string) { q.fields.Add(field, detail) }
 
 // Has reports whether the parameter is present (even empty).
 func (q *Query) Has(name string) bool { return q.r.URL.Query().Has(name) }
@@ -247,17 +281,12 @@ func (q *Query) Bool(name string) (value, present bool) {
 	return false, false
 }
 
+// Fields are the invalid parameters seen, for a caller that checks more of the
+// request and answers every problem at once.
+func (q *Query) Fields() Fields { return q.fields }
+
 // Err is the 400 for every invalid parameter seen, or nil.
-func (q *Query) Err() error {
-	if len(q.fields) == 0 {
-		return nil
-	}
-	msgs := make([]string, len(q.fields))
-	for i, f := range q.fields {
-		msgs[i] = f.Field + " " + f.Detail
-	}
-	return &Error{Status: http.StatusBadRequest, Code: "invalid_parameter", Message: strings.Join(msgs, "; "), Fields: q.fields}
-}
+func (q *Query) Err() error { return q.fields.Err() }
 
 // Time formats t as the contract's timestamps: RFC 3339, UTC, milliseconds.
 func Time(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

@@ -126,21 +126,11 @@ func (a *API) searchInboxHandler(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q.NamespaceID = ns.ID
-	search := func(ctx context.Context) (Result, bool, error) {
+	search := func(ctx context.Context) (searchResponse, bool, error) {
 		res, err := a.Searcher.Search(ctx, q)
-		return res, res.Total > 0, err
+		return searchResponse{TotalCount: res.Total, Options: opt, Data: res.Emails}, res.Total > 0, err
 	}
-	res, err := notify.LookOrHold(r.Context(), wait, a.Notifier, NamespaceTopic(ns.ID),
-		notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
-	if errors.Is(err, notify.ErrHoldEnded) {
-		httpx.AskAgain(w, r)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, searchResponse{TotalCount: res.Total, Options: opt, Data: res.Emails})
-	return nil
+	return notify.Answer(w, r, wait, a.Notifier, NamespaceTopic(ns.ID), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
 }
 
 // latestEmailHandler answers GET /api/emails/{namespace}/latest; 404 when empty.

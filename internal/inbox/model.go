@@ -9,11 +9,11 @@
 // source, share links, settings, storage and how MIME is read.
 package inbox
 
-// Address is the seed's EmailAddress.
-type Address struct {
-	Address string `json:"address"`
-	Name    string `json:"name,omitempty"`
-}
+import "github.com/catchbox/catchbox/internal/message"
+
+// Address is the seed's EmailAddress: a mailbox as internal/message reads it
+// from the message's headers, returned as it is.
+type Address = message.Address
 
 // AttachmentSummary is the seed's EmailAttachmentSummary. ContentID, beyond the
 // seed's fields, is the part's Content-ID without angle brackets, so a test can

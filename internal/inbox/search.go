@@ -92,25 +92,6 @@ func (s *Searcher) SetColumnBudget(bytes int64) {
 // SetClock replaces the clock (tests).
 func (s *Searcher) SetClock(now func() time.Time) { s.now = now }
 
-// escapeLike escapes LIKE wildcards; the queries use ESCAPE '\'.
-func escapeLike(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return r.Replace(s)
-}
-
-// prefixUpperBound returns the smallest string greater than every string with
-// the prefix p, for a byte-ordered range scan; ok is false when there is none.
-func prefixUpperBound(p string) (string, bool) {
-	b := []byte(p)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1]), true
-		}
-	}
-	return "", false
-}
-
 // ftsPhrase quotes s as an FTS5 phrase (double quotes doubled).
 func ftsPhrase(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
@@ -149,7 +130,7 @@ func (s *Searcher) where(q Query, p searchPlan) (string, []any) {
 		// Driven from the recipients' primary key (namespace_id, addr, email_seq):
 		// a range scan over the matching addresses only.
 		p := strings.ToLower(q.ToAddrPrefix)
-		if hi, ok := prefixUpperBound(p); ok {
+		if hi, ok := store.PrefixUpperBound(p); ok {
 			conds = append(conds, "e.seq IN (SELECT r.email_seq FROM email_recipients r WHERE r.namespace_id = ? AND r.addr >= ? AND r.addr < ?)")
 			args = append(args, q.NamespaceID, p, hi)
 		} else {
@@ -176,7 +157,7 @@ func (s *Searcher) where(q Query, p searchPlan) (string, []any) {
 func (s *Searcher) substring(column, needle string, p searchPlan) (string, []any) {
 	lower := store.Fold(needle)
 	if s.db.Dialect == store.Postgres {
-		like := "%" + escapeLike(lower) + "%"
+		like := "%" + store.EscapeLike(lower) + "%"
 		if column == "subject" {
 			return `lower(e.subject) LIKE ? ESCAPE '\'`, []any{like}
 		}

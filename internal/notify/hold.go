@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
+
+	"github.com/catchbox/catchbox/internal/httpx"
 )
 
 // RecheckInterval is how often a held request re-checks while wake-ups are
@@ -72,12 +75,27 @@ func Until[T any](ctx context.Context, n Notifier, topic string, p Policy, look 
 	}
 }
 
-// LookOrHold runs look once, or, with hold set, holds it as Until does (and
-// returns ErrHoldEnded the same way).
-func LookOrHold[T any](ctx context.Context, hold bool, n Notifier, topic string, p Policy, look func(context.Context) (T, bool, error)) (T, error) {
+// Answer answers a search request that may wait (wait=true, contract section
+// 4). look returns the response body and whether it holds a match. Without hold,
+// look runs once and its body is the 200. With hold, the request is held as
+// Until does: the first body with a match is the 200, and a hold that ends
+// without one is answered 307 to the identical URL, so the client asks again.
+// An error is returned for the caller's error handling, nothing written.
+func Answer[T any](w http.ResponseWriter, r *http.Request, hold bool, n Notifier, topic string, p Policy, look func(context.Context) (T, bool, error)) error {
+	var res T
+	var err error
 	if hold {
-		return Until(ctx, n, topic, p, look)
+		res, err = Until(r.Context(), n, topic, p, look)
+	} else {
+		res, _, err = look(r.Context())
 	}
-	res, _, err := look(ctx)
-	return res, err
+	if errors.Is(err, ErrHoldEnded) {
+		httpx.AskAgain(w, r)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, res)
+	return nil
 }

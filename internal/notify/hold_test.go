@@ -3,10 +3,27 @@ package notify
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 )
+
+// arriveWhenHeld waits until a request is held on h, then marks the arrival
+// and publishes the topics.
+func arriveWhenHeld(h *Hub, topics ...string) *atomic.Bool {
+	var arrived atomic.Bool
+	go func() {
+		for h.Waiters() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		arrived.Store(true)
+		for _, topic := range topics {
+			h.Publish(context.Background(), topic)
+		}
+	}()
+	return &arrived
+}
 
 func TestUntil(t *testing.T) {
 	ctx := context.Background()
@@ -22,15 +39,7 @@ func TestUntil(t *testing.T) {
 	})
 	t.Run("a wake-up re-checks and answers", func(t *testing.T) {
 		h := NewHub()
-		var arrived atomic.Bool
-		go func() {
-			for h.Waiters() == 0 {
-				time.Sleep(time.Millisecond)
-			}
-			arrived.Store(true)
-			h.Publish(ctx, "other") // not ours: no answer
-			h.Publish(ctx, "t")
-		}()
+		arrived := arriveWhenHeld(h, "other", "t") // "other" is not ours: no answer
 		got, err := Until(ctx, h, "t", Policy{Hold: time.Hour}, func(context.Context) (string, bool, error) {
 			return "mail", arrived.Load(), nil
 		})
@@ -74,6 +83,54 @@ func TestUntil(t *testing.T) {
 		_, err := Until(cctx, NewHub(), "t", Policy{Hold: time.Hour}, func(context.Context) (int, bool, error) { return 0, false, nil })
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestAnswer(t *testing.T) {
+	type page struct{ Total int }
+	// answer holds for an hour, so a hold never ends by chance.
+	answer := func(hold bool, h *Hub, look func(context.Context) (page, bool, error)) (*httptest.ResponseRecorder, error) {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/api/x/inbox?wait=true&limit=5", nil)
+		err := Answer(w, r, hold, h, "t", Policy{Hold: time.Hour}, look)
+		return w, err
+	}
+	none := func(context.Context) (page, bool, error) { return page{}, false, nil }
+	t.Run("without hold, no match is a 200", func(t *testing.T) {
+		w, err := answer(false, NewHub(), none)
+		if err != nil || w.Code != 200 || w.Body.String() != `{"Total":0}`+"\n" {
+			t.Fatalf("%d %q, %v", w.Code, w.Body, err)
+		}
+	})
+	t.Run("a hold that ends without a match is a 307 to the same URL", func(t *testing.T) {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/api/x/inbox?wait=true&limit=5", nil)
+		err := Answer(w, r, true, NewHub(), "t", Policy{Hold: time.Nanosecond}, none)
+		if err != nil || w.Code != 307 || w.Header().Get("Location") != "/api/x/inbox?wait=true&limit=5" || w.Body.Len() != 0 {
+			t.Fatalf("%d %v %q, %v", w.Code, w.Header(), w.Body, err)
+		}
+	})
+	t.Run("a held request is answered with the match", func(t *testing.T) {
+		h := NewHub()
+		arrived := arriveWhenHeld(h, "t")
+		w, err := answer(true, h, func(context.Context) (page, bool, error) {
+			if arrived.Load() {
+				return page{Total: 1}, true, nil
+			}
+			return page{}, false, nil
+		})
+		if err != nil || w.Code != 200 || w.Body.String() != `{"Total":1}`+"\n" {
+			t.Fatalf("%d %q, %v", w.Code, w.Body, err)
+		}
+	})
+	t.Run("an error is returned, nothing written", func(t *testing.T) {
+		boom := errors.New("boom")
+		for _, hold := range []bool{false, true} {
+			w, err := answer(hold, NewHub(), func(context.Context) (page, bool, error) { return page{}, false, boom })
+			if !errors.Is(err, boom) || w.Body.Len() != 0 || len(w.Header()) != 0 {
+				t.Fatalf("hold %v: %d %q, %v", hold, w.Code, w.Body, err)
+			}
 		}
 	})
 }

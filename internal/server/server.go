@@ -197,8 +197,8 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 		serve("SMTP server", func() error { return smtpSrv.Serve(l) })
 	}
 	for job, fn := range map[string]func(context.Context) error{
-		"reaper":     inbox.ReapJob(db),
-		"sms-reaper": sms.ReapJob(db),
+		"reaper":     store.ReapJob(db, "Deleted expired emails", inbox.Reap),
+		"sms-reaper": store.ReapJob(db, "Deleted expired SMS messages", sms.Reap),
 	} {
 		wg.Add(1)
 		go func() {

@@ -95,8 +95,8 @@ func (a *API) virtualSMSHandler(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &req); err != nil {
 		return err
 	}
-	var fields []httpx.FieldError
-	bad := func(field, detail string) { fields = append(fields, httpx.FieldError{Field: field, Detail: detail}) }
+	var fields httpx.Fields
+	bad := fields.Add
 	var from, to string
 	switch {
 	case req.FromNumber == nil || *req.FromNumber == "":
@@ -124,7 +124,7 @@ func (a *API) virtualSMSHandler(w http.ResponseWriter, r *http.Request) error {
 	case utf8.RuneCountInString(*req.Body) > MaxBodyRunes:
 		bad("body", "must be at most 1600 characters")
 	}
-	if err := fieldsError(fields); err != nil {
+	if err := fields.Err(); err != nil {
 		return err
 	}
 	n, err := a.Service.NumberByPhone(r.Context(), to)
@@ -149,18 +149,6 @@ func inactive(n Number) error {
 	return httpx.Errorf(http.StatusConflict, "sms_number_inactive", "sms number %s is %s, not active", n.Phone, n.Status)
 }
 
-// fieldsError is the contract's 400 for every invalid field at once, or nil.
-func fieldsError(fields []httpx.FieldError) error {
-	if len(fields) == 0 {
-		return nil
-	}
-	msgs := make([]string, len(fields))
-	for i, f := range fields {
-		msgs[i] = f.Field + " " + f.Detail
-	}
-	return &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_parameter", Message: strings.Join(msgs, "; "), Fields: fields}
-}
-
 type searchOptions struct {
 	Limit      int64   `json:"limit"`
 	Offset     int64   `json:"offset"`
@@ -183,8 +171,8 @@ type searchResponse struct {
 // included, from_number normalised, dates in the contract's format.
 func ParseSearch(r *http.Request) (q Query, options searchOptions, wait bool, err error) {
 	qp := httpx.NewQuery(r)
-	var fields []httpx.FieldError
-	bad := func(field, detail string) { fields = append(fields, httpx.FieldError{Field: field, Detail: detail}) }
+	var fields httpx.Fields
+	bad := fields.Add
 	options.Limit = qp.Int("limit", DefaultLimit, 1, MaxLimit)
 	options.Offset = qp.Int("offset", 0, 0, -1)
 	q.Limit, q.Offset = int(options.Limit), int(options.Offset)
@@ -230,13 +218,7 @@ func ParseSearch(r *http.Request) (q Query, options searchOptions, wait bool, er
 	if present {
 		options.Wait = &wait
 	}
-	if err := qp.Err(); err != nil {
-		var he *httpx.Error
-		if errors.As(err, &he) {
-			fields = append(he.Fields, fields...)
-		}
-	}
-	return q, options, wait, fieldsError(fields)
+	return q, options, wait, append(qp.Fields(), fields...).Err()
 }
 
 // searchMessagesHandler answers GET /api/sms/{phone_number}/messages. With
@@ -253,21 +235,11 @@ func (a *API) searchMessagesHandler(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	q.NumberID = n.ID
-	search := func(ctx context.Context) (Result, bool, error) {
+	search := func(ctx context.Context) (searchResponse, bool, error) {
 		res, err := a.Service.Search(ctx, q)
-		return res, res.Total > 0, err
+		return searchResponse{TotalCount: res.Total, Options: opt, Data: res.Messages}, res.Total > 0, err
 	}
-	res, err := notify.LookOrHold(r.Context(), wait, a.Notifier, Topic(n.ID),
-		notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
-	if errors.Is(err, notify.ErrHoldEnded) {
-		httpx.AskAgain(w, r)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, searchResponse{TotalCount: res.Total, Options: opt, Data: res.Messages})
-	return nil
+	return notify.Answer(w, r, wait, a.Notifier, Topic(n.ID), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
 }
 
 // latestMessageHandler answers GET /api/sms/{phone_number}/latest; 404 when the

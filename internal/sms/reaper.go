@@ -3,7 +3,6 @@ package sms
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/catchbox/catchbox/internal/store"
@@ -33,17 +32,5 @@ func Reap(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 		if n < reapBatch {
 			return total, nil
 		}
-	}
-}
-
-// ReapJob is Reap as a periodic job for store.DB.Every: it deletes what has
-// expired by the time it runs and logs how much.
-func ReapJob(db *store.DB) func(context.Context) error {
-	return func(ctx context.Context) error {
-		n, err := Reap(ctx, db, time.Now())
-		if n > 0 {
-			slog.Info("Deleted expired SMS messages", "count", n)
-		}
-		return err
 	}
 }

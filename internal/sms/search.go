@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/catchbox/catchbox/internal/store"
 )
 
 // Query is a parsed message search (the seed's GET /api/sms/{phone_number}/messages).
@@ -28,24 +30,6 @@ const (
 	MaxLimit     = 100
 )
 
-// escapeLike escapes LIKE wildcards; the queries use ESCAPE '\'.
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
-
-// prefixUpperBound returns the smallest string greater than every string with
-// the prefix p, for a byte-ordered range scan; ok is false when there is none.
-func prefixUpperBound(p string) (string, bool) {
-	b := []byte(p)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1]), true
-		}
-	}
-	return "", false
-}
-
 // where builds the WHERE clause shared by the page and count queries. Every
 // search is bounded to one number's rows (the number_time index); on PostgreSQL
 // the body filter can also use the trigram index.
@@ -67,7 +51,7 @@ func (s *Service) where(q Query) (string, []any) {
 	if len(q.FromPrefixes) > 0 {
 		var alts []string
 		for _, p := range q.FromPrefixes {
-			if hi, ok := prefixUpperBound(p); ok {
+			if hi, ok := store.PrefixUpperBound(p); ok {
 				alts = append(alts, "(from_number >= ? AND from_number < ?)")
 				args = append(args, p, hi)
 			} else {
@@ -79,7 +63,7 @@ func (s *Service) where(q Query) (string, []any) {
 	}
 	if q.Body != "" {
 		conds = append(conds, `body_fold LIKE ? ESCAPE '\'`)
-		args = append(args, "%"+escapeLike(strings.ToLower(q.Body))+"%")
+		args = append(args, "%"+store.EscapeLike(strings.ToLower(q.Body))+"%")
 	}
 	return strings.Join(conds, " AND "), args
 }

@@ -126,23 +126,23 @@ func (a *API) twilioInboundHandler(w http.ResponseWriter, r *http.Request) error
 			"X-Twilio-Signature does not match; check CATCHBOX_TWILIO_AUTH_TOKEN and that CATCHBOX_PUBLIC_URL is the URL configured at the provider")
 	}
 	f := r.PostForm
-	var fields []httpx.FieldError
+	var fields httpx.Fields
 	to, err := NormalizePhone(f.Get("To"))
 	if err != nil {
-		fields = append(fields, httpx.FieldError{Field: "To", Detail: err.Error()})
+		fields.Add("To", err.Error())
 	}
 	from, ok := sender(f.Get("From"))
 	if !ok {
-		fields = append(fields, httpx.FieldError{Field: "From", Detail: "must be a phone number, short code or sender id"})
+		fields.Add("From", "must be a phone number, short code or sender id")
 	}
 	sid := f.Get("MessageSid")
 	if sid == "" {
 		sid = f.Get("SmsMessageSid") // the older name of the same parameter
 	}
 	if sid == "" || len(sid) > 64 {
-		fields = append(fields, httpx.FieldError{Field: "MessageSid", Detail: "is required"})
+		fields.Add("MessageSid", "is required")
 	}
-	if err := fieldsError(fields); err != nil {
+	if err := fields.Err(); err != nil {
 		return err
 	}
 	n, err := a.Service.NumberByPhone(r.Context(), to)

@@ -24,8 +24,10 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"modernc.org/sqlite"               // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Dialect names the SQL flavour of the open store.
@@ -428,14 +430,27 @@ func (db *DB) InReadTx(ctx context.Context, fn func(*Tx) error) error {
 	return fn(&Tx{db: db, tx: sqlTx, read: true})
 }
 
-// IsUniqueViolation reports whether err is a unique-constraint failure on either
-// store.
+// pgUniqueViolation is PostgreSQL's SQLSTATE unique_violation.
+const pgUniqueViolation = "23505"
+
+// IsUniqueViolation reports whether err, or an error it wraps, is a unique
+// constraint's failure on either store: SQLSTATE unique_violation on PostgreSQL;
+// SQLITE_CONSTRAINT_UNIQUE or SQLITE_CONSTRAINT_PRIMARYKEY on SQLite (the driver
+// turns extended result codes on). It reads the drivers' error codes, as their
+// messages are text for people and may change.
 func IsUniqueViolation(err error) bool {
-	if err == nil {
-		return false
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == pgUniqueViolation
 	}
-	s := err.Error()
-	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505")
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return true
+		}
+	}
+	return false
 }
 
 // NowMillis is the current time as stored: Unix milliseconds.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -45,6 +46,43 @@ func TestInTxRollsBackOnError(t *testing.T) {
 		}
 		if n != 0 {
 			t.Fatalf("rolled back transaction left %d rows", n)
+		}
+	})
+}
+
+// IsUniqueViolation knows a unique constraint's failure by the driver's error
+// code on both stores, through wrapping, and nothing else: not another
+// constraint's failure, nor an error that only reads like one.
+func TestIsUniqueViolation(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		insert := func(id, name any) error {
+			_, err := db.Exec(ctx, "INSERT INTO orgs (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", id, name, 1, 1)
+			return err
+		}
+		if err := insert("o1", "one"); err != nil {
+			t.Fatal(err)
+		}
+		uniqueName, primaryKey, notNull := insert("o2", "one"), insert("o1", "two"), insert("o3", nil)
+		if uniqueName == nil || primaryKey == nil || notNull == nil {
+			t.Fatalf("inserts that break constraints succeeded: %v, %v, %v", uniqueName, primaryKey, notNull)
+		}
+		for _, c := range []struct {
+			name string
+			err  error
+			want bool
+		}{
+			{"unique column", uniqueName, true},
+			{"primary key", primaryKey, true},
+			{"wrapped", fmt.Errorf("create org: %w", uniqueName), true},
+			{"not null", notNull, false},
+			{"unique column, wrapped as text", fmt.Errorf("create org: %v", uniqueName), false},
+			{"text alone", errors.New("UNIQUE constraint failed: orgs.name (SQLSTATE 23505)"), false},
+			{"nil", nil, false},
+		} {
+			if got := store.IsUniqueViolation(c.err); got != c.want {
+				t.Errorf("%s: IsUniqueViolation(%v) = %v, want %v", c.name, c.err, got, c.want)
+			}
 		}
 	})
 }

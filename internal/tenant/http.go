@@ -140,8 +140,8 @@ func (s *Service) UpsertSettingsHandler(w http.ResponseWriter, r *http.Request) 
 		}
 		st.QuotaLimit = &n
 	}
-	if f, d := s.Validate(st); f != "" {
-		return httpx.Invalid(f, d)
+	if fe := s.Validate(st); fe != nil {
+		return fe
 	}
 	name := chi.URLParam(r, "namespace")
 	n, err := s.UpsertNamespace(r.Context(), OrgFrom(r.Context()).ID, name, st)

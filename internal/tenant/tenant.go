@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/store"
 )
@@ -314,15 +315,17 @@ type Settings struct {
 	CaptureRawEmail *bool
 }
 
-// Validate checks the settings' bounds, naming the field at fault.
-func (s *Service) Validate(st Settings) (field, detail string) {
+// Validate checks the settings' bounds; the error names the field at fault.
+func (s *Service) Validate(st Settings) *httpx.FieldError {
 	if st.RetentionTime != nil && (*st.RetentionTime < MinRetention || *st.RetentionTime > s.retentionMax) {
-		return "retention_time", fmt.Sprintf("must be between %d and %d seconds", MinRetention, s.retentionMax)
+		return &httpx.FieldError{Field: "retention_time",
+			Detail: fmt.Sprintf("must be between %d and %d seconds", MinRetention, s.retentionMax)}
 	}
 	if st.QuotaLimit != nil && (*st.QuotaLimit < 1 || *st.QuotaLimit > MaxQuotaLimit) {
-		return "quota_limit", fmt.Sprintf("must be between 1 and %d, or null for the server default", MaxQuotaLimit)
+		return &httpx.FieldError{Field: "quota_limit",
+			Detail: fmt.Sprintf("must be between 1 and %d, or null for the server default", MaxQuotaLimit)}
 	}
-	return "", ""
+	return nil
 }
 
 // UpsertNamespace creates the namespace for the organisation when the name is free,
@@ -333,8 +336,8 @@ func (s *Service) UpsertNamespace(ctx context.Context, orgID, name string, st Se
 	if err != nil {
 		return Namespace{}, err
 	}
-	if f, d := s.Validate(st); f != "" {
-		return Namespace{}, fmt.Errorf("%s %s", f, d)
+	if fe := s.Validate(st); fe != nil {
+		return Namespace{}, fe
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		n, err := s.NamespaceByName(ctx, name)
@@ -370,8 +373,8 @@ func (s *Service) CreateNamespace(ctx context.Context, orgID, name string, st Se
 	if err != nil {
 		return Namespace{}, err
 	}
-	if f, d := s.Validate(st); f != "" {
-		return Namespace{}, fmt.Errorf("%s %s", f, d)
+	if fe := s.Validate(st); fe != nil {
+		return Namespace{}, fe
 	}
 	n, err := s.insertNamespace(ctx, orgID, name, st)
 	if store.IsUniqueViolation(err) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -36,23 +37,6 @@ var (
 	ErrDisabled     = errors.New("TOTP devices are disabled for the organisation")
 	ErrLimitReached = errors.New("the organisation's active device limit is reached")
 )
-
-// FieldError is a rejected input value, named by its API field. Code is the API
-// error code; "" means invalid_parameter.
-type FieldError struct {
-	Field  string
-	Detail string
-	Code   string
-}
-
-func (e *FieldError) Error() string { return e.Field + " " + e.Detail }
-
-func (e *FieldError) code() string {
-	if e.Code == "" {
-		return "invalid_parameter"
-	}
-	return e.Code
-}
 
 // Device is a saved virtual authenticator of an organisation. Username and Issuer
 // are "" when unknown (null in the API); ExpiresAt is zero when the device never
@@ -152,20 +136,20 @@ func associated(orgID, deviceID string) []byte {
 }
 
 // Validate checks a device before it is saved, at now.
-func Validate(in NewDevice, now time.Time) *FieldError {
+func Validate(in NewDevice, now time.Time) *httpx.FieldError {
 	if len(in.Secret) == 0 {
-		return &FieldError{Field: "secret", Detail: ErrSecretEmpty.Error()}
+		return &httpx.FieldError{Field: "secret", Detail: ErrSecretEmpty.Error()}
 	}
-	if f, d := in.Params.Check(); f != "" {
-		return &FieldError{Field: f, Detail: d}
+	if fe := in.Params.Check(); fe != nil {
+		return fe
 	}
 	for _, f := range []struct{ name, v string }{{"name", in.Name}, {"username", in.Username}, {"issuer", in.Issuer}} {
 		if d := CheckText(f.v); d != "" {
-			return &FieldError{Field: f.name, Detail: d}
+			return &httpx.FieldError{Field: f.name, Detail: d}
 		}
 	}
 	if !in.ExpiresAt.IsZero() && !in.ExpiresAt.After(now) {
-		return &FieldError{Field: "expires_at", Detail: "must be in the future"}
+		return &httpx.FieldError{Field: "expires_at", Detail: "must be in the future"}
 	}
 	return nil
 }
@@ -362,12 +346,12 @@ func (s *Service) DeviceOTP(ctx context.Context, orgID, id string, minValid time
 
 // CheckMinValid refuses a minimum validity that is not below the period: no code
 // of that period could satisfy it (the seed's Limits section).
-func CheckMinValid(minValid time.Duration, period int) *FieldError {
+func CheckMinValid(minValid time.Duration, period int) *httpx.FieldError {
 	if minValid < 0 {
-		return &FieldError{Field: "min_seconds_until_expire", Detail: "must be at least 0"}
+		return &httpx.FieldError{Field: "min_seconds_until_expire", Detail: "must be at least 0"}
 	}
 	if minValid >= time.Duration(period)*time.Second {
-		return &FieldError{Field: "min_seconds_until_expire", Code: "min_seconds_not_below_period",
+		return &httpx.FieldError{Field: "min_seconds_until_expire", Code: "min_seconds_not_below_period",
 			Detail: fmt.Sprintf("must be less than the period (%d seconds)", period)}
 	}
 	return nil
@@ -411,8 +395,7 @@ func fold(s string) string { return strings.ToLower(s) }
 // containsPattern is a LIKE pattern matching values that contain s, with LIKE's
 // wildcards in s taken literally.
 func containsPattern(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return "%" + r.Replace(fold(s)) + "%"
+	return "%" + store.EscapeLike(fold(s)) + "%"
 }
 
 func nullString(s string) any {

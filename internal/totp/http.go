@@ -196,28 +196,13 @@ func snakeCase(s string) string {
 
 // problems collects the invalid fields of one request, so a client learns of every
 // mistake at once. The error's code is that of the first problem.
-type problems struct {
-	code   string
-	fields []httpx.FieldError
-}
+type problems struct{ fields httpx.Fields }
 
 func (p *problems) add(code, field, detail string) {
-	if p.code == "" {
-		p.code = code
-	}
-	p.fields = append(p.fields, httpx.FieldError{Field: field, Detail: detail})
+	p.fields = append(p.fields, httpx.FieldError{Field: field, Detail: detail, Code: code})
 }
 
-func (p *problems) err() error {
-	if len(p.fields) == 0 {
-		return nil
-	}
-	msgs := make([]string, len(p.fields))
-	for i, f := range p.fields {
-		msgs[i] = f.Field + " " + f.Detail
-	}
-	return &httpx.Error{Status: http.StatusBadRequest, Code: p.code, Message: strings.Join(msgs, "; "), Fields: p.fields}
-}
+func (p *problems) err() error { return p.fields.Err() }
 
 // secret decodes the Base32 secret of field, which is required.
 func (p *problems) secret(field string, v *string) []byte {
@@ -307,18 +292,6 @@ func (p *problems) params(b *body) Params {
 	return pr
 }
 
-func fillDefaults(pr *Params) {
-	if pr.Digits == 0 {
-		pr.Digits = DefaultDigits
-	}
-	if pr.Period == 0 {
-		pr.Period = DefaultPeriod
-	}
-	if pr.Algorithm == "" {
-		pr.Algorithm = DefaultAlgorithm
-	}
-}
-
 // createSharedSecretDeviceHandler answers POST /api/devices: a device with the
 // authenticator-app defaults (6 digits, 30 seconds, SHA1).
 func (s *Service) createSharedSecretDeviceHandler(w http.ResponseWriter, r *http.Request) error {
@@ -360,8 +333,7 @@ func (s *Service) createWithParams(w http.ResponseWriter, r *http.Request, secre
 	}
 	in.Secret = p.secret(secretField, v)
 	s.describe(&p, b, &in)
-	in.Params = p.params(b)
-	fillDefaults(&in.Params)
+	in.Params = p.params(b).withDefaults()
 	return s.create(w, r, &p, in)
 }
 
@@ -385,7 +357,7 @@ func (s *Service) createOtpauthDeviceHandler(w http.ResponseWriter, r *http.Requ
 	} else {
 		in = MergeOtpauth(k, in)
 	}
-	fillDefaults(&in.Params)
+	in.Params = in.Params.withDefaults()
 	return s.create(w, r, &p, in)
 }
 
@@ -429,11 +401,10 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request, p *problems, in
 
 // deviceError maps the service's errors to the contract's statuses and codes.
 func deviceError(err error) error {
-	var fe *FieldError
+	var fe *httpx.FieldError
 	switch {
 	case errors.As(err, &fe):
-		return &httpx.Error{Status: http.StatusBadRequest, Code: fe.code(), Message: fe.Error(),
-			Fields: []httpx.FieldError{{Field: fe.Field, Detail: fe.Detail}}}
+		return fe
 	case errors.Is(err, ErrNotFound):
 		return httpx.NotFound("device")
 	case errors.Is(err, ErrExpired):

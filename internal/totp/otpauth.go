@@ -152,16 +152,7 @@ func CheckText(s string) string {
 // issuer has no colon of its own; an account with a colon and no prefix is written
 // after an empty one (":a:b"), so the account survives parsing.
 func (k Key) URL() string {
-	p := Params{Digits: k.Digits, Period: k.Period, Algorithm: k.Algorithm}
-	if p.Digits == 0 {
-		p.Digits = DefaultDigits
-	}
-	if p.Period == 0 {
-		p.Period = DefaultPeriod
-	}
-	if p.Algorithm == "" {
-		p.Algorithm = DefaultAlgorithm
-	}
+	p := Params{Digits: k.Digits, Period: k.Period, Algorithm: k.Algorithm}.withDefaults()
 	label := k.Account
 	switch {
 	case k.Issuer != "" && !strings.Contains(k.Issuer, ":"):

@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"hash"
 	"strings"
+
+	"github.com/catchbox/catchbox/internal/httpx"
 	"time"
 )
 
@@ -76,20 +78,34 @@ type Params struct {
 // 30 seconds, SHA-1, the values every authenticator app assumes.
 var DefaultParams = Params{Digits: DefaultDigits, Period: DefaultPeriod, Algorithm: DefaultAlgorithm}
 
-// Check reports the first parameter out of its range, as an API field name and a
-// description, or "" when all are valid.
-func (p Params) Check() (field, detail string) {
+// Check reports the first parameter out of its range, named by its API field, or
+// nil when all are valid.
+func (p Params) Check() *httpx.FieldError {
 	if p.Digits != 6 && p.Digits != 8 {
-		return "digits", "must be 6 or 8"
+		return &httpx.FieldError{Field: "digits", Detail: "must be 6 or 8"}
 	}
 	if p.Period < MinPeriod || p.Period > MaxPeriod {
-		return "period", fmt.Sprintf("must be between %d and %d seconds", MinPeriod, MaxPeriod)
+		return &httpx.FieldError{Field: "period", Detail: fmt.Sprintf("must be between %d and %d seconds", MinPeriod, MaxPeriod)}
 	}
 	switch p.Algorithm {
 	case SHA1, SHA256, SHA512:
-		return "", ""
+		return nil
 	}
-	return "algorithm", "must be SHA1, SHA256 or SHA512"
+	return &httpx.FieldError{Field: "algorithm", Detail: "must be SHA1, SHA256 or SHA512"}
+}
+
+// withDefaults is p with the default of every parameter left unset.
+func (p Params) withDefaults() Params {
+	if p.Digits == 0 {
+		p.Digits = DefaultDigits
+	}
+	if p.Period == 0 {
+		p.Period = DefaultPeriod
+	}
+	if p.Algorithm == "" {
+		p.Algorithm = DefaultAlgorithm
+	}
+	return p
 }
 
 // OTP is a one-time password and the instant it stops being valid: the end of its

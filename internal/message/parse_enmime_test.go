@@ -1,4 +1,4 @@
-package inbox
+package message
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 	"github.com/jhillyerd/enmime/v2"
 )
 
-// This file keeps the enmime-based parser that parseMessage replaced, unchanged
+// This file keeps the enmime-based parser that Parse replaced, unchanged
 // but for its names, as the reference of the differential tests: for every
-// message they feed it, parseMessage must give the same parsed value, or a
+// message they feed it, Parse must give the same Parsed value, or a
 // difference listed, with its reason, in parse_diff_test.go.
 
 var enmimeParser = enmime.NewParser(enmime.DisableTextConversion(true), enmime.SkipMalformedParts(true),
@@ -24,19 +24,19 @@ var enmimeParser = enmime.NewParser(enmime.DisableTextConversion(true), enmime.S
 var enmimeRawParser = enmime.NewParser(enmime.RawContent(true), enmime.SkipMalformedParts(true),
 	enmime.DisableTextConversion(true), enmime.DisableCharacterDetection(true))
 
-// enmimeParsed is a parsed value with the enmime PartID of each attachment.
+// enmimeParsed is a Parsed value with the enmime PartID of each attachment.
 type enmimeParsed struct {
-	parsed
+	Parsed
 	partIDs []string
 }
 
-func parseMessageEnmime(raw []byte) parsed {
+func parseMessageEnmime(raw []byte) Parsed {
 	src := utf8Headers(raw)
 	env, err := enmimeParser.ReadEnvelope(bytes.NewReader(src))
 	if err != nil || env == nil || env.Root == nil {
 		return parseFallback(src)
 	}
-	p := &enmimeParsed{parsed: parsed{
+	p := &enmimeParsed{Parsed: Parsed{
 		Subject: cleanText(env.GetHeader("Subject")),
 		Headers: map[string]string{},
 	}}
@@ -79,7 +79,7 @@ func parseMessageEnmime(raw []byte) parsed {
 		}
 	}
 	p.restoreTextAttachmentsEnmime(src)
-	return p.parsed
+	return p.Parsed
 }
 
 func enmimeIsMultipart(part *enmime.Part) bool {
@@ -144,7 +144,7 @@ func (p *enmimeParsed) addPartEnmime(part *enmime.Part, inline bool) {
 	if name == "" {
 		name = defaultFilename(ct)
 	}
-	p.Attachments = append(p.Attachments, parsedAttachment{
+	p.Attachments = append(p.Attachments, Attachment{
 		Filename:    name,
 		ContentType: ct,
 		ContentID:   cleanText(strings.Trim(part.ContentID, "<>")),

@@ -1,4 +1,13 @@
-package inbox
+// Package message reads an email as it arrived (RFC 5322 bytes, MIME per RFC 2045
+// and RFC 2046) into what Catchbox shows of it: addresses, subject, headers, text
+// and HTML bodies, and attachments with their bytes. It is its own package, and
+// depends on no store, because every part of Catchbox that reads mail reads it the
+// same way: inbound ingest, and the outbound reply, forward and deliverability
+// report that quote or inspect a message.
+//
+// Parse is the one entry point. Leniency is the rule (docs/inbox.md, "How MIME is
+// read"): broken mail is read as well as it can be, never rejected.
+package message
 
 import (
 	"bufio"
@@ -12,8 +21,8 @@ import (
 	"unicode/utf8"
 )
 
-// Limits on what one parsed message may carry into the database, so a hostile
-// message cannot blow up a row. The raw bytes are kept whole regardless.
+// Limits on what one parsed message may carry, so a hostile message cannot blow
+// up the row it is stored in. The raw bytes are kept whole regardless.
 const (
 	maxHeaderValue   = 64 << 10
 	maxHeaders       = 500
@@ -22,44 +31,56 @@ const (
 	maxFilenameRunes = 255
 )
 
-// parsedAttachment is one attachment or inline part with its decoded bytes.
-type parsedAttachment struct {
-	Filename    string
-	ContentType string
-	ContentID   string
-	Inline      bool
-	Data        []byte
+// Address is one mailbox of an address header (RFC 5322 section 3.4), its
+// display name decoded. Its JSON form is the API's EmailAddress, which the
+// inbox returns as it is.
+type Address struct {
+	Address string `json:"address"`
+	Name    string `json:"name,omitempty"`
 }
 
-// parsed is a message turned into the namespace-independent part of an Email.
-type parsed struct {
+// Attachment is one attachment or inline part with its decoded bytes: a part
+// that is not the message's text or HTML body.
+type Attachment struct {
+	Filename    string // safe to offer as a download name; never empty
+	ContentType string // the media type in lower case, without parameters
+	ContentID   string // without angle brackets; "" when the part has none
+	Inline      bool   // disposition inline, or a Content-ID without disposition
+	Data        []byte // the bytes as attached, transfer encoding undone
+}
+
+// Parsed is what Parse reads from a message: everything of it that does not
+// depend on who received it.
+type Parsed struct {
 	From        Address
 	To, Cc      []Address
 	Subject     string
-	Text, HTML  string
-	Headers     map[string]string
-	Attachments []parsedAttachment
+	Text, HTML  string            // the bodies in UTF-8, "" when the message has none
+	Headers     map[string]string // lower-case names; repeated fields joined with ", "
+	Attachments []Attachment
 }
 
-// parseMessage parses raw RFC 5322 bytes (mime.go reads their MIME structure).
+// Parse reads raw RFC 5322 bytes (mime.go reads their MIME structure).
 // Broken mail is never rejected: whatever can be read is kept, and a message that
-// cannot be read as MIME at all is stored with its headers as net/mail reads them
-// and its body as text.
+// cannot be read as MIME at all keeps its headers as net/mail reads them and its
+// body as text.
 //
 // Fidelity rules (docs/inbox.md): RFC 2047 encoded words are decoded in every
 // header; a header block sent as 8-bit bytes that are not UTF-8 is read in the
 // message's declared charset (else Windows-1252, which every Latin-1 mailer
 // produces); text parts are converted to UTF-8 from their charset; attachments
 // keep the bytes that were attached. The body parts are kept as the sender wrote
-// them: no text is invented from HTML when a message has no text part.
-func parseMessage(raw []byte) parsed {
+// them: no text is invented from HTML when a message has no text part. Parse is
+// deterministic: the same bytes give the same value, which lets the inbox find
+// an attachment again in a stored raw source.
+func Parse(raw []byte) Parsed {
 	src := utf8Headers(raw)
 	root, ok := readMIME(src)
 	if !ok {
 		return parseFallback(src)
 	}
 	h := root.header
-	p := parsed{
+	p := Parsed{
 		Subject: cleanText(decodeWords(h.get("Subject"))),
 		Headers: headerMap(h),
 	}
@@ -151,7 +172,7 @@ func (p *mimePart) text(html bool) string {
 // Every other leaf part is an attachment or inline part, so nothing that was sent
 // is lost (a text/calendar alternative, a delivery report, a forwarded message).
 // A part without a Content-Type is text/plain (RFC 2045 section 5.2).
-func (p *parsed) readParts(root *mimePart) {
+func (p *Parsed) readParts(root *mimePart) {
 	alternative := root.contentType == "multipart/alternative"
 	var texts, htmls []string
 	root.leaves(func(part *mimePart) {
@@ -182,7 +203,7 @@ func (p *parsed) readParts(root *mimePart) {
 // addPart records one attachment or inline part. A text-typed attachment keeps
 // its bytes as attached, not converted to UTF-8 (a Windows-1252 CSV downloads as
 // sent).
-func (p *parsed) addPart(part *mimePart, data []byte, inline bool) {
+func (p *Parsed) addPart(part *mimePart, data []byte, inline bool) {
 	if len(p.Attachments) >= maxAttachments {
 		return
 	}
@@ -200,7 +221,7 @@ func (p *parsed) addPart(part *mimePart, data []byte, inline bool) {
 	if name == "" {
 		name = defaultFilename(ct)
 	}
-	p.Attachments = append(p.Attachments, parsedAttachment{
+	p.Attachments = append(p.Attachments, Attachment{
 		Filename:    name,
 		ContentType: ct,
 		ContentID:   cleanText(strings.Trim(part.contentID, "<>")),
@@ -347,8 +368,8 @@ func looseAddresses(raw string) []Address {
 	return out
 }
 
-func parseFallback(raw []byte) parsed {
-	p := parsed{Headers: map[string]string{}}
+func parseFallback(raw []byte) Parsed {
+	p := Parsed{Headers: map[string]string{}}
 	msg, err := mail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
 		p.Text = cleanBody(string(raw))

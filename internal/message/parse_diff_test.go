@@ -1,4 +1,4 @@
-package inbox
+package message
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ type diffCase struct {
 }
 
 // TestParseDifferential parses every message of the corpus, every fuzz seed and
-// the edge cases of diffCases with parseMessage and with the enmime-based parser
+// the edge cases of diffCases with Parse and with the enmime-based parser
 // it replaced (parse_enmime_test.go), and requires the same result, except for
 // the messages of expectedDifferences, where the new result is the better one
 // and must differ as described.
@@ -33,7 +33,7 @@ func TestParseDifferential(t *testing.T) {
 			t.Fatalf("two cases named %s", c.name)
 		}
 		seen[c.name] = true
-		got, ref := parseMessage([]byte(c.raw)), parseMessageEnmime([]byte(c.raw))
+		got, ref := Parse([]byte(c.raw)), parseMessageEnmime([]byte(c.raw))
 		diff := parsedDiff(got, ref)
 		want, expected := expectedDifferences[strings.TrimSuffix(c.name, "/lf")]
 		switch {
@@ -100,14 +100,14 @@ func differentialCases(t *testing.T) []diffCase {
 // FuzzParseDifferential parses any bytes and checks what the API relies on:
 // no panic, valid UTF-8 without NUL in every string, lower-case header names, and
 // the limits on headers, addresses, attachments and file names. Where enmime
-// and parseMessage both read the message as MIME, its subject, addresses and
+// and Parse both read the message as MIME, its subject, addresses and
 // headers must also come out as enmime read them. The deliberate differences
 // about header fields are in ISO-8859-1 and UTF-7 encoded words, so messages
 // that name those charsets are not compared; and enmime takes time exponential
 // in the nesting depth of a multipart cut off before its end, so messages with
 // more than maxCompareBoundaries boundary parameters are not given to it.
 //
-//	go test ./internal/inbox -run '^$' -fuzz FuzzParseDifferential -fuzztime 3m
+//	go test ./internal/message -run '^$' -fuzz FuzzParseDifferential -fuzztime 3m
 func FuzzParseDifferential(f *testing.F) {
 	for _, c := range diffCases {
 		if len(c.raw) < 16<<10 {
@@ -118,7 +118,7 @@ func FuzzParseDifferential(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		p := parseMessage(raw)
+		p := Parse(raw)
 		if err := checkParsed(p); err != nil {
 			t.Fatalf("%v\nmessage: %q", err, raw)
 		}
@@ -155,12 +155,12 @@ func comparableHeaders(raw []byte) bool {
 }
 
 // maxCompareBoundaries is the most boundary parameters a fuzzed message may have
-// to be parsed by enmime too (which needs 15 ms at 14 nested levels, doubling
-// with each).
+// to be parsed by enmime too, whose time doubles with each level of a multipart
+// cut off before its end (BenchmarkParseCutOff).
 const maxCompareBoundaries = 8
 
 // checkParsed checks the invariants of a parsed message.
-func checkParsed(p parsed) error {
+func checkParsed(p Parsed) error {
 	text := func(what, s string) error {
 		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
 			return fmt.Errorf("%s %q is not clean UTF-8", what, s)
@@ -232,7 +232,7 @@ func readFuzzFile(t *testing.T, path string) (string, bool) {
 
 // parsedDiff describes how two parsed messages differ ("" when they do not). A
 // nil slice and an empty one are the same.
-func parsedDiff(got, ref parsed) string {
+func parsedDiff(got, ref Parsed) string {
 	var b strings.Builder
 	field := func(name string, g, r any) {
 		if !reflect.DeepEqual(g, r) {
@@ -276,7 +276,7 @@ func parsedDiff(got, ref parsed) string {
 	return b.String()
 }
 
-func attachmentSummary(a parsedAttachment) string {
+func attachmentSummary(a Attachment) string {
 	return fmt.Sprintf("%s %s cid=%q inline=%v data=%q", a.Filename, a.ContentType, a.ContentID, a.Inline, a.Data)
 }
 
@@ -284,7 +284,7 @@ func attachmentSummary(a parsedAttachment) string {
 // is right, and a check of it.
 type expectedDifference struct {
 	why   string
-	check func(p parsed) error
+	check func(p Parsed) error
 }
 
 // The deliberate differences, by case name (its LF variant differs the same
@@ -293,10 +293,10 @@ var expectedDifferences = map[string]expectedDifference{
 	// A part without Content-Type is text/plain (RFC 2045 section 5.2), but its
 	// Content-Disposition, file name and Content-ID still count: enmime ignored
 	// them and put the attachment's bytes into the body text.
-	"seed/message/2": {"a part without Content-Type keeps its disposition", func(p parsed) error {
+	"seed/message/2": {"a part without Content-Type keeps its disposition", func(p Parsed) error {
 		return wantAttachment(p, 0, "é.txt", "y")
 	}},
-	"part/no-content-type-attachment": {"a part without Content-Type keeps its disposition", func(p parsed) error {
+	"part/no-content-type-attachment": {"a part without Content-Type keeps its disposition", func(p Parsed) error {
 		if p.Text != "" {
 			return fmt.Errorf("text %q", p.Text)
 		}
@@ -322,7 +322,7 @@ var expectedDifferences = map[string]expectedDifference{
 	// the first two cases and the white space on lines over 1024 bytes.
 	"qp/soft-break-before-boundary": {"quoted-printable soft line break before the boundary", wantText("no newline at the end")},
 	"qp/soft-break-with-space":      {"quoted-printable soft line break followed by white space", wantText("joined line")},
-	"qp/long-line-trailing-space": {"quoted-printable trailing white space dropped on long lines", func(p parsed) error {
+	"qp/long-line-trailing-space": {"quoted-printable trailing white space dropped on long lines", func(p Parsed) error {
 		if strings.Contains(p.Text, " ") {
 			return fmt.Errorf("white space kept in %q", p.Text)
 		}
@@ -330,23 +330,31 @@ var expectedDifferences = map[string]expectedDifference{
 	}},
 	// Base64: characters outside the alphabet are skipped, 8-bit ones too, and a
 	// dangling last character is dropped; enmime lost the whole part's content.
-	"base64/8bit-junk":          {"base64 with 8-bit junk decodes", func(p parsed) error { return wantAttachment(p, 0, "a.bin", "hello") }},
-	"base64/dangling-character": {"base64 with a dangling character decodes", func(p parsed) error { return wantAttachment(p, 0, "a.bin", "hello ") }},
+	"base64/8bit-junk":          {"base64 with 8-bit junk decodes", func(p Parsed) error { return wantAttachment(p, 0, "a.bin", "hello") }},
+	"base64/dangling-character": {"base64 with a dangling character decodes", func(p Parsed) error { return wantAttachment(p, 0, "a.bin", "hello ") }},
 	// ISO-8859-1 is read as Windows-1252 (the WHATWG Encoding Standard, as raw
 	// 8-bit headers already were), in bodies and in encoded words, so bytes
 	// 0x80-0x9F are the characters the sender saw, not C1 control characters.
 	"charset/iso-8859-1-c1": {"ISO-8859-1 read as Windows-1252", wantText("€uro “quoted”")},
-	"header/encoded-latin1-c1": {"ISO-8859-1 encoded words read as Windows-1252", func(p parsed) error {
+	"header/encoded-latin1-c1": {"ISO-8859-1 encoded words read as Windows-1252", func(p Parsed) error {
 		if p.Subject != "€uro€“x”" || p.From.Name != "€uro" {
 			return fmt.Errorf("subject %q, from %+v", p.Subject, p.From)
 		}
 		return nil
 	}},
+	// An encoded word's charset may name a language (RFC 2231 section 5), which
+	// enmime took for part of the charset's name, keeping the word as sent.
+	"header/encoded-word-language": {"a language in an encoded word's charset", func(p Parsed) error {
+		if p.From != (Address{Address: "moore@cs.utk.edu", Name: "Keith Moore"}) || p.Subject != "Märzcafé" {
+			return fmt.Errorf("from %+v, subject %q", p.From, p.Subject)
+		}
+		return wantAttachment(p, 0, "€.pdf", "x")
+	}},
 	// Invalid UTF-7 gives U+FFFD, as invalid bytes do in every charset; with
 	// enmime the whole message failed to parse, and an encoded word was kept
 	// as sent.
 	"charset/utf-7-invalid": {"invalid UTF-7 is replaced, not fatal", wantText("\uFFFD \uFFFD caf\uFFFD")},
-	"charset/utf-7-invalid-header": {"invalid UTF-7 in an encoded word is replaced", func(p parsed) error {
+	"charset/utf-7-invalid-header": {"invalid UTF-7 in an encoded word is replaced", func(p Parsed) error {
 		if p.Subject != "\uFFFDM4" {
 			return fmt.Errorf("subject %q", p.Subject)
 		}
@@ -363,7 +371,7 @@ var expectedDifferences = map[string]expectedDifference{
 	// An HTML part without a declared charset is read in the charset of its meta
 	// tag, as browsers read it; enmime did this only for a message that is a
 	// single HTML part.
-	"charset/undeclared-html-meta": {"meta charset read in every HTML part", func(p parsed) error {
+	"charset/undeclared-html-meta": {"meta charset read in every HTML part", func(p Parsed) error {
 		if p.HTML != `<meta charset="windows-1252"><p>Café</p>` {
 			return fmt.Errorf("html %q", p.HTML)
 		}
@@ -371,11 +379,11 @@ var expectedDifferences = map[string]expectedDifference{
 	}},
 	// A raw 8-bit file name is read in the part's charset (else Windows-1252)
 	// also when it is not quoted; enmime lost its 8-bit characters.
-	"charset/filename-latin1-unquoted": {"unquoted 8-bit file name decoded", func(p parsed) error { return wantAttachment(p, 0, "März.csv", "x") }},
+	"charset/filename-latin1-unquoted": {"unquoted 8-bit file name decoded", func(p Parsed) error { return wantAttachment(p, 0, "März.csv", "x") }},
 	// So are the bytes of an encoded word in a file name that are not valid in
 	// its charset (a Latin-1 byte in a word labelled UTF-8); enmime made them
 	// spaces.
-	"charset/filename-word-not-utf8": {"mislabelled encoded file name decoded", func(p parsed) error { return wantAttachment(p, 0, "März.csv", "x") }},
+	"charset/filename-word-not-utf8": {"mislabelled encoded file name decoded", func(p Parsed) error { return wantAttachment(p, 0, "März.csv", "x") }},
 	// Broken Content-Type values: a missing ";" before the parameters is assumed
 	// (enmime made the part application/octet-stream), and a part whose
 	// Content-Type cannot be read at all is text/plain, as RFC 2045 section 5.2
@@ -387,8 +395,8 @@ var expectedDifferences = map[string]expectedDifference{
 	// dropped (enmime kept it, quotes and all, in the file name), and a
 	// Content-Type line that swallowed the body for want of a blank line makes
 	// the message broken mail, its text kept (enmime dropped the body).
-	"param/junk-after-quote": {"text after a closing quote dropped", func(p parsed) error { return wantAttachment(p, 0, "report.pdf", "x") }},
-	"param/body-in-header": {"a body folded into Content-Type is kept", func(p parsed) error {
+	"param/junk-after-quote": {"text after a closing quote dropped", func(p Parsed) error { return wantAttachment(p, 0, "report.pdf", "x") }},
+	"param/body-in-header": {"a body folded into Content-Type is kept", func(p Parsed) error {
 		if !strings.Contains(p.Text, "<p>Café</p>") || p.HTML != "" {
 			return fmt.Errorf("text %q, html %q", p.Text, p.HTML)
 		}
@@ -396,7 +404,7 @@ var expectedDifferences = map[string]expectedDifference{
 	}},
 	// Content-ID is returned as sent, so it matches the message's cid: URLs;
 	// enmime URL-decoded it ("+" became a space).
-	"cid/url-characters": {"Content-ID kept as sent", func(p parsed) error {
+	"cid/url-characters": {"Content-ID kept as sent", func(p Parsed) error {
 		if len(p.Attachments) != 1 || p.Attachments[0].ContentID != "a+b%41@x" {
 			return fmt.Errorf("attachments %+v", p.Attachments)
 		}
@@ -405,8 +413,8 @@ var expectedDifferences = map[string]expectedDifference{
 }
 
 // wantText checks the text, whatever its line ends.
-func wantText(text string) func(parsed) error {
-	return func(p parsed) error {
+func wantText(text string) func(Parsed) error {
+	return func(p Parsed) error {
 		if strings.ReplaceAll(p.Text, "\r\n", "\n") != strings.ReplaceAll(text, "\r\n", "\n") {
 			return fmt.Errorf("text %q, want %q", p.Text, text)
 		}
@@ -414,7 +422,7 @@ func wantText(text string) func(parsed) error {
 	}
 }
 
-func wantAttachment(p parsed, i int, name, data string) error {
+func wantAttachment(p Parsed, i int, name, data string) error {
 	if len(p.Attachments) <= i {
 		return fmt.Errorf("%d attachments", len(p.Attachments))
 	}
@@ -742,6 +750,9 @@ Subject: original
 	{"header/encoded-words", "Subject: =?UTF-8?B?SsO8cmdlbg==?= =?ISO-8859-1?Q?Andr=E9?= =?x-unknown?q?x?=\r\nX-A: =?utf-8?q?a=FFb?=\r\nX-B: =?windows-1252?Q?=93hi=94?= and =?koi8-r?b?8NLJ18XU?=\r\n\r\nbody\r\n"},
 	{"header/encoded-latin1-c1", "From: =?ISO-8859-1?Q?=80uro?= <e@example.com>\r\nSubject: =?iso-8859-1?q?=80uro?= =?latin1?q?=80?= =?iso88591?q?=93x=94?=\r\n\r\nbody\r\n"},
 	{"header/encoded-charset-aliases", "Subject: =?cp-850?q?=82?= =?136?b?pKSk5Q==?= =?238?q?=8A?= =?iso646-us?q?=80?= =?we8iso8859p1?q?=E9?= =?8859-2?q?=A1?= =?cp932?b?gqA=?=\r\n\r\nbody\r\n"},
+	{"header/encoded-word-language", "From: =?US-ASCII*EN?Q?Keith_Moore?= <moore@cs.utk.edu>\r\nSubject: =?utf-8*de?q?M=C3=A4rz?= =?iso-8859-1*fr?q?caf=E9?=\r\n" +
+		"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nbody\r\n" +
+		"--b\r\nContent-Type: application/pdf; name=\"=?utf-8*en?b?4oKsLnBkZg==?=\"\r\n\r\nx\r\n--b--\r\n"},
 	{"header/nul", "Subject: a\x00b\r\nX-A: \x00\r\n\r\nbody \x00\r\n"},
 
 	// Addresses.

@@ -1,4 +1,4 @@
-package inbox
+package message
 
 import (
 	"bufio"
@@ -73,7 +73,11 @@ func toUTF8(b []byte, charset string) string {
 }
 
 // wordDecoder decodes RFC 2047 encoded words in any charset lookupCharset knows.
+// A charset may name a language after a '*' (RFC 2231 section 5:
+// =?US-ASCII*EN?Q?Keith_Moore?=), which says nothing about the bytes and is
+// dropped.
 var wordDecoder = &mime.WordDecoder{CharsetReader: func(charset string, input io.Reader) (io.Reader, error) {
+	charset, _, _ = strings.Cut(charset, "*")
 	e := lookupCharset(charset)
 	if e == nil {
 		return nil, errUnknownCharset

@@ -1,4 +1,4 @@
-package inbox
+package message
 
 import (
 	"unicode/utf16"

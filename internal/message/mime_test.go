@@ -1,4 +1,4 @@
-package inbox
+package message
 
 import (
 	"reflect"
@@ -206,23 +206,5 @@ func TestUTF7(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("UTF-7 %.40q = %.40q, %v; want %.40q", c.in, got, err, c.want)
 		}
-	}
-}
-
-// An attachment stored empty is served without a parse, even if the parser now
-// finds bytes in that part.
-func TestAttachmentFromRawEmpty(t *testing.T) {
-	raw := []byte("Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: application/octet-stream; name=a.bin\r\n" +
-		"Content-Transfer-Encoding: base64\r\n\r\naGVs\xe9bG8=\r\n--b--\r\n")
-	got, err := attachmentFromRaw(raw, 0, emptyContentHash)
-	if err != nil || len(got) != 0 {
-		t.Errorf("empty attachment: %q, %v", got, err)
-	}
-	got, err = attachmentFromRaw(raw, 0, contentHash([]byte("hello")))
-	if err != nil || string(got) != "hello" {
-		t.Errorf("attachment: %q, %v", got, err)
-	}
-	if _, err := attachmentFromRaw(raw, 0, contentHash([]byte("other"))); err == nil {
-		t.Error("an attachment that is not in the message was found")
 	}
 }
