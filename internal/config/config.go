@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -131,4 +132,52 @@ func (c *Serve) SMTPPublicEndpoint() (string, int) {
 		}
 	}
 	return host, port
+}
+
+// Defaults returns the settings of catchbox serve with no flag or environment
+// variable set: the values of the default tags kong reads. A service built
+// without a command line (the tests) starts from them, so it is the service an
+// operator gets.
+func Defaults() Serve {
+	var s Serve
+	setDefaults(reflect.ValueOf(&s).Elem())
+	return s
+}
+
+// setDefaults fills the fields of the struct v from their default tags; embedded
+// structs are filled too.
+func setDefaults(v reflect.Value) {
+	for i := 0; i < v.NumField(); i++ {
+		f, field := v.Field(i), v.Type().Field(i)
+		if field.Anonymous && f.Kind() == reflect.Struct {
+			setDefaults(f)
+			continue
+		}
+		def, ok := field.Tag.Lookup("default")
+		if !ok {
+			continue
+		}
+		var err error
+		switch {
+		case f.Type() == reflect.TypeOf(time.Duration(0)):
+			var d time.Duration
+			d, err = time.ParseDuration(def)
+			f.SetInt(int64(d))
+		case f.Kind() == reflect.String:
+			f.SetString(def)
+		case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
+			var n int64
+			n, err = strconv.ParseInt(def, 10, 64)
+			f.SetInt(n)
+		case f.Kind() == reflect.Bool:
+			var b bool
+			b, err = strconv.ParseBool(def)
+			f.SetBool(b)
+		default:
+			err = fmt.Errorf("unsupported type %s", f.Type())
+		}
+		if err != nil {
+			panic(fmt.Sprintf("config: default of %s: %v", field.Name, err))
+		}
+	}
 }

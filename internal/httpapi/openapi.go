@@ -15,14 +15,15 @@ import (
 //go:embed openapi.yaml
 var openAPIDocument []byte
 
-// serveOpenAPI answers GET /api/openapi.yaml with the embedded document. It needs
-// no API key: the document holds no secrets, and tools fetch it before they have
-// one.
-func serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+// openAPIHandler answers GET /api/openapi.yaml with the embedded document. It
+// needs no API key: the document holds no secrets, and tools fetch it before they
+// have one.
+func openAPIHandler(w http.ResponseWriter, r *http.Request) error {
 	h := w.Header()
 	h.Set("Content-Type", "application/yaml; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(len(openAPIDocument)))
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	w.Write(openAPIDocument)
+	return nil
 }

@@ -27,10 +27,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/go-chi/chi/v5"
 
-	"github.com/catchbox/catchbox/internal/httpapi"
 	"github.com/catchbox/catchbox/internal/inbox"
-	"github.com/catchbox/catchbox/internal/notify"
-	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
@@ -38,11 +36,10 @@ import (
 	"github.com/catchbox/catchbox/internal/totp"
 )
 
-// apiEnv is the whole HTTP API over a fresh store, as catchbox serve wires it
-// (internal/server), with two organisations, SMS numbers and a few received emails.
-//
-// When a feature is wired into the server through httpapi.Deps.Extra or Public,
-// wire it here too: the route check below only sees what this router registers.
+// apiEnv is the whole HTTP API over a fresh store, built as catchbox serve
+// builds it (servertest, server.New), with two organisations, SMS numbers and a
+// few received emails. The route check below walks that same router, so every
+// endpoint the binary serves must be in the OpenAPI document.
 type apiEnv struct {
 	t        *testing.T
 	db       *store.DB
@@ -74,14 +71,12 @@ const (
 func newAPIEnv(t *testing.T, db *store.DB) *apiEnv {
 	t.Helper()
 	ctx := context.Background()
-	e := &apiEnv{t: t, db: db}
-	k := secret.New([]byte("openapi-test-secret-key-0123456789"))
-	e.tenants = tenant.NewService(db, k, 30*24*time.Hour)
-	key, err := e.tenants.Bootstrap(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.key = key
+	cfg := servertest.Config(t)
+	cfg.WaitHold = 200 * time.Millisecond
+	cfg.TwilioAuthToken = twilioToken
+	svc := servertest.New(t, db, cfg)
+	e := &apiEnv{t: t, db: db, tenants: svc.Tenants, ingester: svc.Ingester, totp: svc.TOTP, sms: svc.SMS.Service,
+		handler: svc.Handler, key: svc.NewKey}
 	other, err := e.tenants.CreateOrg(ctx, "other", 100, true)
 	if err != nil {
 		t.Fatal(err)
@@ -92,13 +87,7 @@ func newAPIEnv(t *testing.T, db *store.DB) *apiEnv {
 	if e.ns, err = e.tenants.NamespaceByName(ctx, tenant.DefaultName); err != nil {
 		t.Fatal(err)
 	}
-	hub := notify.NewHub()
-	e.ingester = inbox.NewIngester(db, hub)
-	t.Cleanup(e.ingester.Close)
-
-	e.totp = totp.NewService(db, k)
 	e.totp.Now = func() time.Time { return time.Now().Add(time.Duration(e.skew.Load())) }
-	e.sms = sms.NewService(db, hub, 0)
 	for _, n := range []struct {
 		org  string
 		spec sms.NumberSpec
@@ -112,21 +101,7 @@ func newAPIEnv(t *testing.T, db *store.DB) *apiEnv {
 			t.Fatal(err)
 		}
 	}
-
-	var base string
-	publicURL := func() string { return base }
-	api := &inbox.API{Tenants: e.tenants, Searcher: inbox.NewSearcher(db), Notifier: hub, Key: k,
-		PublicURL: publicURL, WaitHold: 200 * time.Millisecond}
-	smsAPI := &sms.API{Service: e.sms, Notifier: hub, WaitHold: 200 * time.Millisecond,
-		TwilioAuthToken: twilioToken, PublicURL: publicURL}
-	e.handler = httpapi.NewRouter(httpapi.Deps{Tenants: e.tenants, Inbox: api,
-		SMTPEndpoint: func() (string, int) { return "127.0.0.1", 2525 },
-		Extra:        []func(chi.Router){e.totp.Routes, smsAPI.Routes},
-		Public:       []func(chi.Router){smsAPI.PublicRoutes},
-	})
-	e.srv = httptest.NewServer(e.handler)
-	base = e.srv.URL
-	t.Cleanup(e.srv.Close)
+	e.srv = servertest.Serve(t, svc)
 	return e
 }
 

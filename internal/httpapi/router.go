@@ -15,22 +15,23 @@ import (
 
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/totp"
 )
 
-// Deps are the domain services the routes call.
+// Deps are the services whose handlers the routes call. A feature with
+// endpoints adds its service here and its endpoints to routes.
 type Deps struct {
 	Tenants      *tenant.Service
 	Inbox        *inbox.API
+	SMS          *sms.API
+	TOTP         *totp.Service
 	SMTPEndpoint tenant.SMTPEndpoint
-	// Extra registers further key-protected routes (features wired by the server).
-	Extra []func(chi.Router)
-	// Public registers routes that authenticate by other means (provider
-	// webhooks with their own signatures).
-	Public []func(chi.Router)
 }
 
-// NewRouter returns the HTTP handler of the whole API.
+// NewRouter returns the HTTP handler of the whole API: the middleware every
+// request passes through, the contract's 404 and 405 bodies, and routes.
 func NewRouter(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(requestID, recoverPanics, limitBody)
@@ -40,29 +41,76 @@ func NewRouter(d Deps) http.Handler {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, httpx.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", r.Method, r.URL.Path))
 	})
-	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-
-	r.Get("/api/openapi.yaml", serveOpenAPI)
-	// Signed links: no API key, the signature is the credential.
-	d.Inbox.DownloadRoutes(r)
-	for _, f := range d.Public {
-		f(r)
-	}
-
-	r.Group(func(r chi.Router) {
-		r.Use(d.Tenants.RequireKey)
-		r.Method(http.MethodGet, "/api/test", httpx.Handler(d.Tenants.TestKeyHandler))
-		r.Method(http.MethodGet, "/api/namespaces", httpx.Handler(d.Tenants.ListNamespacesHandler))
-		r.Method(http.MethodPost, "/api/namespace/{namespace}/settings", httpx.Handler(d.Tenants.UpsertSettingsHandler))
-		r.Method(http.MethodGet, "/api/smtp/{namespace}", d.Tenants.SMTPSettingsHandler(d.SMTPEndpoint))
-		d.Inbox.Routes(r)
-		for _, f := range d.Extra {
-			f(r)
-		}
-	})
+	routes(r, d)
 	return r
+}
+
+// routes is the route table: every endpoint of the API, grouped by what
+// authenticates a request. The handlers live with their domain packages. A new
+// endpoint is one line in its group; a new kind of credential (the dashboard's
+// user sessions) is a new group with its middleware.
+func routes(r chi.Router, d Deps) {
+	// No credential.
+	open := group{r}
+	open.get("/healthz", healthHandler)
+	open.get("/api/openapi.yaml", openAPIHandler)
+
+	// Signed links: the signature in the URL is the credential, so clients can
+	// fetch a download_url bare.
+	signed := group{r}
+	signed.get("/download/attachments/{id}", d.Inbox.DownloadAttachmentHandler)
+	signed.get("/download/raw/{id}", d.Inbox.DownloadRawHandler)
+
+	// Provider webhooks: the provider's signature of the request is the credential.
+	webhook := group{r}
+	webhook.post(sms.TwilioWebhookPath, d.SMS.TwilioInboundHandler)
+
+	// X-Api-Key: every handler acts for the key's organisation (tenant.OrgFrom).
+	key := group{r.With(d.Tenants.RequireKey)}
+	key.get("/api/test", d.Tenants.TestKeyHandler)
+	key.get("/api/namespaces", d.Tenants.ListNamespacesHandler)
+	key.post("/api/namespace/{namespace}/settings", d.Tenants.UpsertSettingsHandler)
+	key.get("/api/smtp/{namespace}", d.Tenants.SMTPSettingsHandler(d.SMTPEndpoint))
+
+	key.get("/api/emails/{namespace}/inbox", d.Inbox.SearchInboxHandler)
+	key.get("/api/emails/{namespace}/latest", d.Inbox.LatestEmailHandler)
+	key.get("/api/emails/{emailId}", d.Inbox.GetEmailHandler)
+	key.get("/api/emails/{emailId}/attachments", d.Inbox.ListAttachmentsHandler)
+	key.get("/api/attachments/{id}", d.Inbox.GetAttachmentHandler)
+	key.get("/api/emails/{namespace}/{emailId}/deliverability-report/raw-source", d.Inbox.RawSourceHandler)
+	key.post("/api/emails/{emailId}/share", d.Inbox.CreateShareHandler)
+	key.get("/api/share/email/{encodedEmailId}", d.Inbox.GetSharedEmailHandler)
+	key.get("/api/share/email/{encodedEmailId}/attachment/{attachmentId}", d.Inbox.GetSharedAttachmentHandler)
+
+	key.get("/api/sms/numbers", d.SMS.ListNumbersHandler)
+	key.post("/api/sms/virtual", d.SMS.VirtualSMSHandler)
+	key.get("/api/sms/{phone_number}/messages", d.SMS.SearchMessagesHandler)
+	key.get("/api/sms/{phone_number}/latest", d.SMS.LatestMessageHandler)
+
+	key.get("/api/devices", d.TOTP.ListDevicesHandler)
+	key.post("/api/devices", d.TOTP.CreateSharedSecretDeviceHandler)
+	key.post("/api/devices/custom", d.TOTP.CreateCustomDeviceHandler)
+	key.post("/api/devices/base32-secret-key", d.TOTP.CreateBase32DeviceHandler)
+	key.post("/api/devices/otpauth-url", d.TOTP.CreateOtpauthDeviceHandler)
+	key.post("/api/devices/otp", d.TOTP.SecretOTPHandler)
+	key.get("/api/devices/{deviceId}", d.TOTP.GetDeviceHandler)
+	key.get("/api/devices/{deviceId}/otp", d.TOTP.DeviceOTPHandler)
+	key.delete("/api/devices/{deviceId}", d.TOTP.DeleteDeviceHandler)
+}
+
+// group registers handlers on one group of the route table, one method each.
+type group struct{ r chi.Router }
+
+func (g group) get(path string, h httpx.Handler)    { g.r.Method(http.MethodGet, path, h) }
+func (g group) post(path string, h httpx.Handler)   { g.r.Method(http.MethodPost, path, h) }
+func (g group) delete(path string, h httpx.Handler) { g.r.Method(http.MethodDelete, path, h) }
+
+// healthHandler answers GET /healthz: the process serves HTTP. It does not ask
+// the store, so a load balancer does not take every replica out at once while
+// the database restarts (each request reports its own failure).
+func healthHandler(w http.ResponseWriter, r *http.Request) error {
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
 }
 
 func requestID(next http.Handler) http.Handler {

@@ -47,27 +47,6 @@ func (a *API) now() time.Time {
 	return time.Now()
 }
 
-// Routes registers the inbound endpoints on r, which must already require an API
-// key. The download route, which needs none, is registered by DownloadRoutes.
-func (a *API) Routes(r chi.Router) {
-	r.Method(http.MethodGet, "/api/emails/{namespace}/inbox", httpx.Handler(a.searchInboxHandler))
-	r.Method(http.MethodGet, "/api/emails/{namespace}/latest", httpx.Handler(a.latestEmailHandler))
-	r.Method(http.MethodGet, "/api/emails/{emailId}", httpx.Handler(a.getEmailHandler))
-	r.Method(http.MethodGet, "/api/emails/{emailId}/attachments", httpx.Handler(a.listAttachmentsHandler))
-	r.Method(http.MethodGet, "/api/attachments/{id}", httpx.Handler(a.getAttachmentHandler))
-	r.Method(http.MethodGet, "/api/emails/{namespace}/{emailId}/deliverability-report/raw-source", httpx.Handler(a.rawSourceHandler))
-	r.Method(http.MethodPost, "/api/emails/{emailId}/share", httpx.Handler(a.createShareHandler))
-	r.Method(http.MethodGet, "/api/share/email/{encodedEmailId}", httpx.Handler(a.getSharedEmailHandler))
-	r.Method(http.MethodGet, "/api/share/email/{encodedEmailId}/attachment/{attachmentId}", httpx.Handler(a.getSharedAttachmentHandler))
-}
-
-// DownloadRoutes registers the signed-link download endpoints of attachments and
-// raw sources (no API key: clients fetch download_url bare).
-func (a *API) DownloadRoutes(r chi.Router) {
-	r.Method(http.MethodGet, "/download/attachments/{id}", httpx.Handler(a.downloadAttachmentHandler))
-	r.Method(http.MethodGet, "/download/raw/{id}", httpx.Handler(a.downloadRawHandler))
-}
-
 type searchOptions struct {
 	Limit            int64   `json:"limit"`
 	Offset           int64   `json:"offset"`
@@ -113,10 +92,10 @@ func ParseSearch(r *http.Request) (Query, searchOptions, bool, error) {
 	return q, opt, wait, qp.Err()
 }
 
-// searchInboxHandler answers GET /api/emails/{namespace}/inbox. With wait=true and
+// SearchInboxHandler answers GET /api/emails/{namespace}/inbox. With wait=true and
 // no match, the request is held until a matching email is committed (answered at
 // once) or the hold ends (307 to the identical URL; the client repeats).
-func (a *API) searchInboxHandler(w http.ResponseWriter, r *http.Request) error {
+func (a *API) SearchInboxHandler(w http.ResponseWriter, r *http.Request) error {
 	ns, err := a.Tenants.NamespaceParam(r)
 	if err != nil {
 		return err
@@ -133,8 +112,8 @@ func (a *API) searchInboxHandler(w http.ResponseWriter, r *http.Request) error {
 	return notify.Answer(w, r, wait, a.Notifier, NamespaceTopic(ns.ID), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
 }
 
-// latestEmailHandler answers GET /api/emails/{namespace}/latest; 404 when empty.
-func (a *API) latestEmailHandler(w http.ResponseWriter, r *http.Request) error {
+// LatestEmailHandler answers GET /api/emails/{namespace}/latest; 404 when empty.
+func (a *API) LatestEmailHandler(w http.ResponseWriter, r *http.Request) error {
 	ns, err := a.Tenants.NamespaceParam(r)
 	if err != nil {
 		return err
@@ -169,8 +148,8 @@ func (a *API) visibleEmail(r *http.Request, id string) (StoredEmail, tenant.Name
 	return e, ns, nil
 }
 
-// getEmailHandler answers GET /api/emails/{emailId}.
-func (a *API) getEmailHandler(w http.ResponseWriter, r *http.Request) error {
+// GetEmailHandler answers GET /api/emails/{emailId}.
+func (a *API) GetEmailHandler(w http.ResponseWriter, r *http.Request) error {
 	e, _, err := a.visibleEmail(r, chi.URLParam(r, "emailId"))
 	if err != nil {
 		return err
@@ -190,8 +169,8 @@ func (a *API) attachmentView(att StoredAttachment) Attachment {
 	}
 }
 
-// listAttachmentsHandler answers GET /api/emails/{emailId}/attachments.
-func (a *API) listAttachmentsHandler(w http.ResponseWriter, r *http.Request) error {
+// ListAttachmentsHandler answers GET /api/emails/{emailId}/attachments.
+func (a *API) ListAttachmentsHandler(w http.ResponseWriter, r *http.Request) error {
 	e, _, err := a.visibleEmail(r, chi.URLParam(r, "emailId"))
 	if err != nil {
 		return err
@@ -208,8 +187,8 @@ func (a *API) listAttachmentsHandler(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-// getAttachmentHandler answers GET /api/attachments/{id}.
-func (a *API) getAttachmentHandler(w http.ResponseWriter, r *http.Request) error {
+// GetAttachmentHandler answers GET /api/attachments/{id}.
+func (a *API) GetAttachmentHandler(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "id")
 	if _, err := uuid.Parse(id); err != nil {
 		return httpx.NotFound("attachment")
@@ -229,10 +208,10 @@ func (a *API) getAttachmentHandler(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// downloadAttachmentHandler serves an attachment's bytes through a signed link. A
+// DownloadAttachmentHandler serves an attachment's bytes through a signed link. A
 // tampered or expired link is 404, like a missing attachment. The bytes are served
 // as a download that browsers will not render or sniff.
-func (a *API) downloadAttachmentHandler(w http.ResponseWriter, r *http.Request) error {
+func (a *API) DownloadAttachmentHandler(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "id")
 	if err := a.verifyLink(r, attachmentPurpose, id); err != nil {
 		return err

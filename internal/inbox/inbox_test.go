@@ -14,16 +14,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catchbox/catchbox/internal/httpapi"
 	"github.com/catchbox/catchbox/internal/inbox"
-	"github.com/catchbox/catchbox/internal/notify"
-	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
 
-// env is a running API over a fresh store with two organisations.
+// env is the running service (as catchbox serve builds it) over a fresh store
+// with two organisations, its HTTP API on a loopback port.
 type env struct {
 	t        *testing.T
 	db       *store.DB
@@ -40,14 +39,10 @@ type env struct {
 func newEnv(t *testing.T, db *store.DB) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{t: t, db: db}
-	k := secret.New([]byte("test-secret-key-0123456789"))
-	e.tenants = tenant.NewService(db, k, 30*24*time.Hour)
-	key, err := e.tenants.Bootstrap(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.key = key
+	cfg := servertest.Config(t)
+	cfg.WaitHold = 300 * time.Millisecond
+	svc := servertest.New(t, db, cfg)
+	e := &env{t: t, db: db, tenants: svc.Tenants, ingester: svc.Ingester, api: svc.Inbox, key: svc.NewKey}
 	other, err := e.tenants.CreateOrg(ctx, "other", 100, true)
 	if err != nil {
 		t.Fatal(err)
@@ -64,19 +59,10 @@ func newEnv(t *testing.T, db *store.DB) *env {
 		}
 		return time.Now()
 	}
-	hub := notify.NewHub()
-	e.ingester = inbox.NewIngester(db, hub)
-	e.ingester.SetClock(now)
-	t.Cleanup(e.ingester.Close)
-	searcher := inbox.NewSearcher(db)
-	searcher.SetClock(now)
-	var base string
-	e.api = &inbox.API{Tenants: e.tenants, Searcher: searcher, Notifier: hub, Key: k,
-		PublicURL: func() string { return base }, WaitHold: 300 * time.Millisecond, Now: now}
-	e.srv = httptest.NewServer(httpapi.NewRouter(httpapi.Deps{Tenants: e.tenants, Inbox: e.api,
-		SMTPEndpoint: func() (string, int) { return "127.0.0.1", 2525 }}))
-	base = e.srv.URL
-	t.Cleanup(e.srv.Close)
+	svc.Ingester.SetClock(now)
+	svc.Searcher.SetClock(now)
+	svc.Inbox.Now = now
+	e.srv = servertest.Serve(t, svc)
 	return e
 }
 
@@ -480,7 +466,7 @@ func TestWaitIsAnsweredOnArrival(t *testing.T) {
 // waitForWaiters blocks until a request is held (its subscription is open).
 func waitForWaiters(t *testing.T, e *env) {
 	t.Helper()
-	hub := e.api.Notifier.(*notify.Hub)
+	hub := e.api.Notifier.(interface{ Waiters() int }) // notify.Hub, or notify.Postgres around one
 	for i := 0; hub.Waiters() == 0; i++ {
 		if i > 500 {
 			t.Fatal("the wait request was never held")

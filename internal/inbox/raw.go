@@ -49,11 +49,11 @@ func (a *API) verifyLink(r *http.Request, purpose, id string) error {
 	return nil
 }
 
-// rawSourceHandler answers GET /api/emails/{namespace}/{emailId}/deliverability-report/raw-source.
+// RawSourceHandler answers GET /api/emails/{namespace}/{emailId}/deliverability-report/raw-source.
 // received_timestamp must be given (400) and equal the email's (404, as for an
 // email that does not exist); an email whose namespace did not capture raw email
 // is 409 raw_not_captured.
-func (a *API) rawSourceHandler(w http.ResponseWriter, r *http.Request) error {
+func (a *API) RawSourceHandler(w http.ResponseWriter, r *http.Request) error {
 	ns, err := a.Tenants.NamespaceParam(r)
 	if err != nil {
 		return err
@@ -87,9 +87,9 @@ func (a *API) rawSourceHandler(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// downloadRawHandler serves the exact bytes received through a signed link (no API
+// DownloadRawHandler serves the exact bytes received through a signed link (no API
 // key): message/rfc822, as the download <id>.eml.
-func (a *API) downloadRawHandler(w http.ResponseWriter, r *http.Request) error {
+func (a *API) DownloadRawHandler(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "id")
 	if err := a.verifyLink(r, rawPurpose, id); err != nil {
 		return err

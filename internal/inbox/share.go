@@ -85,10 +85,10 @@ type shareView struct {
 	ExpiresAt      string `json:"expires_at"`
 }
 
-// createShareHandler answers POST /api/emails/{emailId}/share: 201 with a link to
+// CreateShareHandler answers POST /api/emails/{emailId}/share: 201 with a link to
 // the email that any API key can read. expires_in (seconds, optional) defaults to
 // DefaultShareTTL; the link never outlives the email.
-func (a *API) createShareHandler(w http.ResponseWriter, r *http.Request) error {
+func (a *API) CreateShareHandler(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		ExpiresIn *float64 `json:"expires_in"`
 	}
@@ -134,8 +134,8 @@ func (a *API) sharedEmail(r *http.Request) (StoredEmail, error) {
 	return e, err
 }
 
-// getSharedEmailHandler answers GET /api/share/email/{encodedEmailId}.
-func (a *API) getSharedEmailHandler(w http.ResponseWriter, r *http.Request) error {
+// GetSharedEmailHandler answers GET /api/share/email/{encodedEmailId}.
+func (a *API) GetSharedEmailHandler(w http.ResponseWriter, r *http.Request) error {
 	e, err := a.sharedEmail(r)
 	if err != nil {
 		return err
@@ -144,10 +144,10 @@ func (a *API) getSharedEmailHandler(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-// getSharedAttachmentHandler answers
+// GetSharedAttachmentHandler answers
 // GET /api/share/email/{encodedEmailId}/attachment/{attachmentId}: an attachment
 // of the shared email, with its signed download link.
-func (a *API) getSharedAttachmentHandler(w http.ResponseWriter, r *http.Request) error {
+func (a *API) GetSharedAttachmentHandler(w http.ResponseWriter, r *http.Request) error {
 	e, err := a.sharedEmail(r)
 	if err != nil {
 		return err

@@ -1,7 +1,16 @@
-// Package server assembles catchbox serve: it opens the store, prepares the first
-// organisation, and runs the HTTP API, the SMTP listener(s) and the background
-// workers until its context ends, then shuts them down in order (stop accepting,
-// finish what was accepted, close the store).
+// Package server builds catchbox serve and runs it.
+//
+// Building and running are two steps. Build makes every part of the service from
+// its configuration: the store, the domain services, the HTTP handler with the
+// route table (httpapi), the ingester, the SMTP server, and the list of
+// background workers. Run opens the listeners, serves, starts the workers and,
+// when its context ends, shuts them down in order (stop accepting, finish what
+// was accepted, close the store). The tests build the same service with New, so
+// what they exercise is what catchbox serve runs.
+//
+// A feature joins the service in New: its service is built there, its endpoints
+// go into the route table (httpapi.routes), and its background work into
+// Service.Workers, one line each.
 package server
 
 import (
@@ -15,9 +24,8 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/httpapi"
@@ -31,11 +39,65 @@ import (
 	"github.com/catchbox/catchbox/internal/totp"
 )
 
+// shutdownTimeout bounds the wait for SMTP sessions and HTTP requests to finish
+// once the service is told to stop.
+const shutdownTimeout = 10 * time.Second
+
 // Ready describes a started server (for tests and the start-up banner).
 type Ready struct {
 	HTTPAddr  string
 	SMTPAddrs []string
 	PublicURL string
+}
+
+// Service is catchbox serve, built and ready to serve. Its parts are exported
+// for the tests, which reach into them (a clock to move, a message to deliver
+// without SMTP); nothing else should need to.
+type Service struct {
+	// Config is the validated configuration the service was built from.
+	Config config.Serve
+	DB     *store.DB
+	Key    *secret.Key
+
+	Tenants  *tenant.Service
+	Notifier notify.Notifier
+	Searcher *inbox.Searcher
+	Ingester *inbox.Ingester
+	Inbox    *inbox.API
+	SMS      *sms.API
+	TOTP     *totp.Service
+
+	// SMTP serves the listeners Serve is given.
+	SMTP *smtpd.Server
+	// Handler is the whole HTTP API (httpapi.NewRouter).
+	Handler http.Handler
+	// Workers is the background work Serve runs beside the listeners.
+	Workers []Worker
+
+	// NewKey is the API key of the default organisation when New created it
+	// in an empty store, "" when the store already had an organisation.
+	NewKey string
+
+	endpoints    atomic.Pointer[endpoints]
+	ownDB        bool            // Build opened the store: Close closes it
+	stop         func()          // ends the notifier's listener
+	notifierDone <-chan struct{} // closed when that listener has stopped
+}
+
+// Worker is background work of the service. Run works until ctx ends; an error
+// it returns before then stops the service, as a failed listener does. Work
+// that must go on after a failure (the reapers) recovers by itself.
+type Worker struct {
+	Name string
+	Run  func(ctx context.Context) error
+}
+
+// endpoints are the addresses handed to clients: the base of links, and the
+// SMTP host and port of GET /api/smtp/{namespace}.
+type endpoints struct {
+	publicURL string
+	smtpHost  string
+	smtpPort  int
 }
 
 // SetupLogger installs the process logger in the configured format.
@@ -62,108 +124,115 @@ func OpenStore(ctx context.Context, cfg config.Store) (*store.DB, error) {
 	return db, nil
 }
 
-// Run serves until ctx ends. out receives the one-time printout of a generated
-// API key; ready, when not nil, is called once every listener is open.
+// Run builds the service and serves until ctx ends. out receives the one-time
+// printout of a generated API key; ready, when not nil, is called once every
+// listener is open.
 func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)) error {
-	if err := cfg.Validate(); err != nil {
+	s, err := Build(ctx, cfg)
+	if err != nil {
 		return err
+	}
+	defer s.Close()
+	if s.NewKey != "" && cfg.APIKey == "" {
+		fmt.Fprintf(out, "\nCreated organisation %q with namespace %q.\nAPI key (shown once, store it now): %s\n\n", tenant.DefaultName, tenant.DefaultName, s.NewKey)
+	}
+	ls, err := Listen(s.Config)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ls, ready)
+}
+
+// Build checks cfg, opens and migrates its store, and builds the service on it
+// (New). Close closes the store too.
+func Build(ctx context.Context, cfg config.Serve) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err // before the store is touched
 	}
 	db, err := OpenStore(ctx, cfg.Store)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer db.Close()
+	s, err := New(ctx, cfg, db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.ownDB = true
+	return s, nil
+}
+
+// New builds the service on an open, migrated store, which stays the caller's:
+// it loads the secret key and the TLS certificate, creates the first
+// organisation in an empty store, and makes every service, the HTTP handler, the
+// SMTP server and the workers. It starts only the ingester's writers and, on
+// PostgreSQL, the wake-up listener; Serve starts the rest, Close stops them.
+func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	key, err := secret.Load(cfg.DataDir, cfg.SecretKey)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if db.Dialect == store.Postgres && cfg.SecretKey == "" {
 		slog.Warn("CATCHBOX_SECRET_KEY is not set: with several replicas, links signed by one replica fail on another; set the same key on every replica")
 	}
-	tenants := tenant.NewService(db, key, cfg.RetentionMax)
-	created, err := tenants.Bootstrap(ctx, cfg.APIKey)
-	if err != nil {
-		return err
-	}
-	if created != "" && cfg.APIKey == "" {
-		fmt.Fprintf(out, "\nCreated organisation %q with namespace %q.\nAPI key (shown once, store it now): %s\n\n", tenant.DefaultName, tenant.DefaultName, created)
-	}
-
 	var tlsConfig *tls.Config
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
-			return fmt.Errorf("load TLS certificate: %w", err)
+			return nil, fmt.Errorf("load TLS certificate: %w", err)
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
+	s := &Service{Config: cfg, DB: db, Key: key, stop: func() {}}
+	s.Tenants = tenant.NewService(db, key, cfg.RetentionMax)
+	if s.NewKey, err = s.Tenants.Bootstrap(ctx, cfg.APIKey); err != nil {
+		return nil, err
+	}
+	s.Advertise(nil, nil)
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var notifier notify.Notifier = notify.NewHub()
+	// From here on goroutines run: Close stops them.
+	s.Notifier = notify.NewHub()
 	var degraded func() bool
 	if db.Dialect == store.Postgres {
-		pg := notify.NewPostgres(ctx, db.W, db.URL)
-		notifier, degraded = pg, func() bool { return !pg.Healthy() }
+		life, stop := context.WithCancel(context.WithoutCancel(ctx))
+		pg := notify.NewPostgres(life, db.W, db.URL)
+		s.Notifier, degraded = pg, func() bool { return !pg.Healthy() }
+		s.stop, s.notifierDone = stop, pg.Done()
 	}
-	ingester := inbox.NewIngester(db, notifier)
-	defer ingester.Close()
+	s.Ingester = inbox.NewIngester(db, s.Notifier)
+	s.Searcher = inbox.NewSearcher(db)
+	s.Searcher.SetColumnBudget(cfg.SearchMemoryBytes)
 
-	// Listeners first, so that addresses ending in :0 (tests) are known before
-	// public URLs are derived from them.
-	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen HTTP: %w", err)
-	}
-	defer httpLn.Close()
-	var smtpLns []net.Listener
-	for _, a := range cfg.SMTPAddrs() {
-		l, err := net.Listen("tcp", a)
-		if err != nil {
-			return fmt.Errorf("listen SMTP %s: %w", a, err)
-		}
-		defer l.Close()
-		smtpLns = append(smtpLns, l)
-	}
-	if cfg.PublicURL == "" {
-		cfg.PublicURL = "http://" + httpLn.Addr().String()
-	}
-	if cfg.SMTPPublicPort == 0 {
-		_, p, _ := net.SplitHostPort(smtpLns[0].Addr().String())
-		cfg.SMTPPublicPort, _ = strconv.Atoi(p)
-	}
-	publicURL := cfg.PublicBaseURL()
-	smtpHost, smtpPort := cfg.SMTPPublicEndpoint()
-
-	searcher := inbox.NewSearcher(db)
-	searcher.SetColumnBudget(cfg.SearchMemoryBytes)
-	api := &inbox.API{
-		Tenants:   tenants,
-		Searcher:  searcher,
-		Notifier:  notifier,
+	s.Inbox = &inbox.API{
+		Tenants:   s.Tenants,
+		Searcher:  s.Searcher,
+		Notifier:  s.Notifier,
 		Key:       key,
-		PublicURL: func() string { return publicURL },
+		PublicURL: s.publicURL,
 		WaitHold:  cfg.WaitHold,
 		Degraded:  degraded,
 	}
-	smsAPI := &sms.API{
-		Service:         sms.NewService(db, notifier, cfg.SMSRetention),
-		Notifier:        notifier,
+	s.SMS = &sms.API{
+		Service:         sms.NewService(db, s.Notifier, cfg.SMSRetention),
+		Notifier:        s.Notifier,
 		WaitHold:        cfg.WaitHold,
 		Degraded:        degraded,
 		TwilioAuthToken: cfg.TwilioAuthToken,
-		PublicURL:       func() string { return publicURL },
+		PublicURL:       s.publicURL,
 	}
-	router := httpapi.NewRouter(httpapi.Deps{
-		Tenants:      tenants,
-		Inbox:        api,
-		SMTPEndpoint: func() (string, int) { return smtpHost, smtpPort },
-		Extra:        []func(chi.Router){totp.NewService(db, key).Routes, smsAPI.Routes},
-		Public:       []func(chi.Router){smsAPI.PublicRoutes},
+	s.TOTP = totp.NewService(db, key)
+	s.Handler = httpapi.NewRouter(httpapi.Deps{
+		Tenants:      s.Tenants,
+		Inbox:        s.Inbox,
+		SMS:          s.SMS,
+		TOTP:         s.TOTP,
+		SMTPEndpoint: s.smtpEndpoint,
 	})
-	httpSrv := httpapi.NewHTTPServer(router, cfg.WaitHold)
 
-	smtpSrv := smtpd.New(smtpd.Config{
+	s.SMTP = smtpd.New(smtpd.Config{
 		Addrs:           cfg.SMTPAddrs(),
 		Domain:          cfg.MailDomain,
 		MaxMessageBytes: cfg.SMTPMaxMessageBytes,
@@ -173,11 +242,119 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 		MaxCommands:     cfg.SMTPMaxCommands,
 		TLSConfig:       tlsConfig,
 		RequireTLS:      cfg.SMTPRequireTLS,
-	}, tenants, ingester)
+	}, s.Tenants, s.Ingester)
 
-	errc := make(chan error, 1+len(smtpLns))
+	s.Workers = []Worker{
+		s.every("reaper", store.ReapJob(db, "Deleted expired emails", inbox.Reap)),
+		s.every("sms-reaper", store.ReapJob(db, "Deleted expired SMS messages", sms.Reap)),
+	}
+	return s, nil
+}
+
+// every is a periodic job as a worker: run now and every ReaperInterval, by one
+// replica at a time (store.DB.Every).
+func (s *Service) every(job string, fn func(context.Context) error) Worker {
+	return Worker{Name: job, Run: func(ctx context.Context) error {
+		s.DB.Every(ctx, job, s.Config.ReaperInterval, fn)
+		return nil
+	}}
+}
+
+// Advertise sets the addresses handed to clients from the listeners' where the
+// configuration leaves them out: the base of links from the HTTP listener
+// (http://host:port), the SMTP port of GET /api/smtp/{namespace} from the first
+// SMTP listener. A nil address keeps the configured one. It is safe to call
+// while serving.
+func (s *Service) Advertise(httpAddr, smtpAddr net.Addr) {
+	cfg := s.Config
+	if cfg.PublicURL == "" && httpAddr != nil {
+		cfg.PublicURL = "http://" + httpAddr.String()
+	}
+	if cfg.SMTPPublicPort == 0 && smtpAddr != nil {
+		if _, p, err := net.SplitHostPort(smtpAddr.String()); err == nil {
+			cfg.SMTPPublicPort, _ = strconv.Atoi(p)
+		}
+	}
+	host, port := cfg.SMTPPublicEndpoint()
+	s.endpoints.Store(&endpoints{publicURL: cfg.PublicBaseURL(), smtpHost: host, smtpPort: port})
+}
+
+func (s *Service) publicURL() string { return s.endpoints.Load().publicURL }
+
+func (s *Service) smtpEndpoint() (string, int) {
+	e := s.endpoints.Load()
+	return e.smtpHost, e.smtpPort
+}
+
+// Close stops what New started: it waits for the messages queued in the
+// ingester to be committed, ends the wake-up listener and, when Build opened the
+// store, closes it. Call it once the service no longer serves.
+func (s *Service) Close() error {
+	s.Ingester.Close()
+	s.stop()
+	if s.notifierDone != nil {
+		<-s.notifierDone
+	}
+	if s.ownDB {
+		return s.DB.Close()
+	}
+	return nil
+}
+
+// Listeners are the sockets the service serves on.
+type Listeners struct {
+	HTTP net.Listener
+	SMTP []net.Listener
+}
+
+// Listen opens the configured HTTP and SMTP listeners.
+func Listen(cfg config.Serve) (Listeners, error) {
+	var ls Listeners
+	var err error
+	if ls.HTTP, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return ls, fmt.Errorf("listen HTTP: %w", err)
+	}
+	for _, a := range cfg.SMTPAddrs() {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			ls.Close()
+			return Listeners{}, fmt.Errorf("listen SMTP %s: %w", a, err)
+		}
+		ls.SMTP = append(ls.SMTP, l)
+	}
+	return ls, nil
+}
+
+// Close closes every listener.
+func (ls Listeners) Close() {
+	if ls.HTTP != nil {
+		ls.HTTP.Close()
+	}
+	for _, l := range ls.SMTP {
+		l.Close()
+	}
+}
+
+// Serve serves HTTP and SMTP on ls and runs the workers until ctx ends or one of
+// them fails, then shuts down in order: SMTP stops taking mail (a message being
+// received is finished, committed and answered), HTTP finishes its requests,
+// the workers stop. The addresses clients are given come from ls unless
+// configured (Advertise). ready, when not nil, is called once everything runs.
+// Serve closes the listeners; the service is then done, and only Close is left.
+func (s *Service) Serve(ctx context.Context, ls Listeners, ready func(Ready)) error {
+	defer ls.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var smtpAddr net.Addr
+	if len(ls.SMTP) > 0 {
+		smtpAddr = ls.SMTP[0].Addr()
+	}
+	s.Advertise(ls.HTTP.Addr(), smtpAddr)
+	httpSrv := httpapi.NewHTTPServer(s.Handler, s.Config.WaitHold)
+
+	errc := make(chan error, 1+len(ls.SMTP)+len(s.Workers))
 	var wg sync.WaitGroup
-	serve := func(name string, f func() error) {
+	run := func(name string, f func() error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -191,27 +368,19 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 			}
 		}()
 	}
-	serve("HTTP server", func() error { return httpSrv.Serve(httpLn) })
-	for _, l := range smtpLns {
-		l := l
-		serve("SMTP server", func() error { return smtpSrv.Serve(l) })
+	run("HTTP server", func() error { return httpSrv.Serve(ls.HTTP) })
+	for _, l := range ls.SMTP {
+		run("SMTP server", func() error { return s.SMTP.Serve(l) })
 	}
-	for job, fn := range map[string]func(context.Context) error{
-		"reaper":     store.ReapJob(db, "Deleted expired emails", inbox.Reap),
-		"sms-reaper": store.ReapJob(db, "Deleted expired SMS messages", sms.Reap),
-	} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			db.Every(ctx, job, cfg.ReaperInterval, fn)
-		}()
+	for _, w := range s.Workers {
+		run(w.Name, func() error { return w.Run(ctx) })
 	}
 
-	r := Ready{HTTPAddr: httpLn.Addr().String(), PublicURL: publicURL}
-	for _, l := range smtpLns {
+	r := Ready{HTTPAddr: ls.HTTP.Addr().String(), PublicURL: s.publicURL()}
+	for _, l := range ls.SMTP {
 		r.SMTPAddrs = append(r.SMTPAddrs, l.Addr().String())
 	}
-	slog.Info("Catchbox is ready", "http", publicURL, "smtp", r.SMTPAddrs, "store", db.Dialect.String(), "mail_domain", cfg.MailDomain)
+	slog.Info("Catchbox is ready", "http", r.PublicURL, "smtp", r.SMTPAddrs, "store", s.DB.Dialect.String(), "mail_domain", s.Config.MailDomain)
 	if ready != nil {
 		ready(r)
 	}
@@ -222,11 +391,10 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 	case runErr = <-errc:
 	}
 	cancel()
-	shutdownCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdownCtx, stop := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer stop()
-	smtpSrv.Shutdown(shutdownCtx) // stop taking mail; sessions in DATA finish their commit
+	s.SMTP.Shutdown(shutdownCtx) // stop taking mail; sessions in DATA finish their commit
 	httpSrv.Shutdown(shutdownCtx)
-	ingester.Close()
 	wg.Wait()
 	slog.Info("Catchbox stopped")
 	return runErr

@@ -13,10 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
-	"github.com/catchbox/catchbox/internal/notify"
-	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -29,7 +26,7 @@ const (
 	twilioToken   = "test-auth-token-0123456789abcdef"
 )
 
-// env is a running SMS API over a fresh store: organisation "default" with an
+// env is the running service (as catchbox serve builds it) over a fresh store: organisation "default" with an
 // active, a requested and a disabled number, and organisation "other" with one
 // active number.
 type env struct {
@@ -37,7 +34,7 @@ type env struct {
 	db        *store.DB
 	tenants   *tenant.Service
 	svc       *sms.Service
-	hub       *notify.Hub
+	hub       interface{ Waiters() int } // the notifier: a notify.Hub, or notify.Postgres around one
 	api       *sms.API
 	srv       *httptest.Server
 	key       string
@@ -53,13 +50,13 @@ type env struct {
 func newEnv(t testing.TB, db *store.DB) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{t: t, db: db}
-	e.tenants = tenant.NewService(db, secret.New([]byte("test-secret-key-0123456789")), 30*24*time.Hour)
-	key, err := e.tenants.Bootstrap(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.key = key
+	cfg := servertest.Config(t)
+	cfg.WaitHold = 300 * time.Millisecond
+	cfg.TwilioAuthToken = twilioToken
+	svc := servertest.New(t, db, cfg)
+	e := &env{t: t, db: db, tenants: svc.Tenants, svc: svc.SMS.Service, api: svc.SMS, key: svc.NewKey,
+		hub: svc.Notifier.(interface{ Waiters() int })}
+	var err error
 	if e.org, err = e.tenants.OrgByName(ctx, tenant.DefaultName); err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +67,6 @@ func newEnv(t testing.TB, db *store.DB) *env {
 	if _, e.otherKey, err = e.tenants.CreateKey(ctx, other.ID, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	e.hub = notify.NewHub()
-	e.svc = sms.NewService(db, e.hub, 0)
 	e.svc.SetClock(e.now)
 	add := func(orgID string, spec sms.NumberSpec) sms.Number {
 		n, err := e.svc.AddNumber(ctx, orgID, spec)
@@ -84,19 +79,7 @@ func newEnv(t testing.TB, db *store.DB) *env {
 	e.requested = add(e.org.ID, sms.NumberSpec{Country: "gb", IsTest: true})
 	e.disabled = add(e.org.ID, sms.NumberSpec{Phone: disabledPhone, Status: sms.StatusDisabled})
 	e.otherNum = add(other.ID, sms.NumberSpec{Phone: otherPhone, Status: sms.StatusActive})
-
-	var base string
-	e.api = &sms.API{Service: e.svc, Notifier: e.hub, WaitHold: 300 * time.Millisecond,
-		TwilioAuthToken: twilioToken, PublicURL: func() string { return base }}
-	r := chi.NewRouter()
-	e.api.PublicRoutes(r)
-	r.Group(func(r chi.Router) {
-		r.Use(e.tenants.RequireKey)
-		e.api.Routes(r)
-	})
-	e.srv = httptest.NewServer(r)
-	base = e.srv.URL
-	t.Cleanup(e.srv.Close)
+	e.srv = servertest.Serve(t, svc)
 	return e
 }
 

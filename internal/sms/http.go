@@ -36,24 +36,9 @@ type API struct {
 	PublicURL func() string
 }
 
-// Routes registers the SMS endpoints on r, which must already require an API key
-// (tenant.Service.RequireKey): every handler acts for tenant.OrgFrom.
-func (a *API) Routes(r chi.Router) {
-	r.Method(http.MethodGet, "/api/sms/numbers", httpx.Handler(a.listNumbersHandler))
-	r.Method(http.MethodPost, "/api/sms/virtual", httpx.Handler(a.virtualSMSHandler))
-	r.Method(http.MethodGet, "/api/sms/{phone_number}/messages", httpx.Handler(a.searchMessagesHandler))
-	r.Method(http.MethodGet, "/api/sms/{phone_number}/latest", httpx.Handler(a.latestMessageHandler))
-}
-
-// PublicRoutes registers the provider webhook, which carries no API key: the
-// provider's request signature is the credential.
-func (a *API) PublicRoutes(r chi.Router) {
-	r.Method(http.MethodPost, TwilioWebhookPath, httpx.Handler(a.twilioInboundHandler))
-}
-
-// listNumbersHandler answers GET /api/sms/numbers: the organisation's numbers in
+// ListNumbersHandler answers GET /api/sms/numbers: the organisation's numbers in
 // every status, oldest first.
-func (a *API) listNumbersHandler(w http.ResponseWriter, r *http.Request) error {
+func (a *API) ListNumbersHandler(w http.ResponseWriter, r *http.Request) error {
 	ns, err := a.Service.Numbers(r.Context(), tenant.OrgFrom(r.Context()).ID)
 	if err != nil {
 		return err
@@ -87,10 +72,10 @@ type virtualSMSRequest struct {
 	Body       *string `json:"body"`
 }
 
-// virtualSMSHandler answers POST /api/sms/virtual: it stores an inbound message
+// VirtualSMSHandler answers POST /api/sms/virtual: it stores an inbound message
 // on an active number of the caller's organisation, as if a carrier had
 // delivered it, and answers 201 with it once committed.
-func (a *API) virtualSMSHandler(w http.ResponseWriter, r *http.Request) error {
+func (a *API) VirtualSMSHandler(w http.ResponseWriter, r *http.Request) error {
 	var req virtualSMSRequest
 	if err := httpx.DecodeJSON(r, &req); err != nil {
 		return err
@@ -221,11 +206,11 @@ func ParseSearch(r *http.Request) (q Query, options searchOptions, wait bool, er
 	return q, options, wait, append(qp.Fields(), fields...).Err()
 }
 
-// searchMessagesHandler answers GET /api/sms/{phone_number}/messages. With
+// SearchMessagesHandler answers GET /api/sms/{phone_number}/messages. With
 // wait=true and no match, the request is held until a matching message is
 // committed (answered at once) or the hold ends (307 to the identical URL; the
 // client repeats), exactly as the inbox search.
-func (a *API) searchMessagesHandler(w http.ResponseWriter, r *http.Request) error {
+func (a *API) SearchMessagesHandler(w http.ResponseWriter, r *http.Request) error {
 	n, err := a.numberParam(r)
 	if err != nil {
 		return err
@@ -242,9 +227,9 @@ func (a *API) searchMessagesHandler(w http.ResponseWriter, r *http.Request) erro
 	return notify.Answer(w, r, wait, a.Notifier, Topic(n.ID), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
 }
 
-// latestMessageHandler answers GET /api/sms/{phone_number}/latest; 404 when the
+// LatestMessageHandler answers GET /api/sms/{phone_number}/latest; 404 when the
 // number has no unexpired message.
-func (a *API) latestMessageHandler(w http.ResponseWriter, r *http.Request) error {
+func (a *API) LatestMessageHandler(w http.ResponseWriter, r *http.Request) error {
 	n, err := a.numberParam(r)
 	if err != nil {
 		return err

@@ -96,13 +96,13 @@ func portVariants(u string) []string {
 	return []string{u, other.String()}
 }
 
-// twilioInboundHandler answers Twilio's inbound-message webhook. The request is
+// TwilioInboundHandler answers Twilio's inbound-message webhook. The request is
 // form-encoded and signed with the account's auth token; a valid one for an
 // active number is stored on it (MessageSid as provider_message_id, once) and
 // answered with empty TwiML. Nothing is stored for a bad signature (403), an
 // unknown number (404) or a number that is not active (409): client errors,
 // which Twilio shows in its debugger and which a retry would meet again.
-func (a *API) twilioInboundHandler(w http.ResponseWriter, r *http.Request) error {
+func (a *API) TwilioInboundHandler(w http.ResponseWriter, r *http.Request) error {
 	if a.TwilioAuthToken == "" {
 		return httpx.Errorf(http.StatusNotFound, "webhook_not_configured",
 			"the Twilio webhook is off: set CATCHBOX_TWILIO_AUTH_TOKEN to the account's auth token")

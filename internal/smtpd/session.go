@@ -17,6 +17,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
 
@@ -137,7 +138,7 @@ func (s *session) checkCredentials(identity, username, password string) error {
 		return s.authFailed("")
 	}
 	ns, err := s.namespace(name)
-	if errors.Is(err, tenant.ErrNotFound) {
+	if errors.Is(err, routing.ErrNoNamespace) {
 		return s.authFailed("")
 	}
 	if err != nil {
@@ -165,16 +166,17 @@ func (s *session) authFailed(namespace string) error {
 	return errAuthFailed
 }
 
-// namespace finds a namespace by (valid, lower-case) name, once per session.
+// namespace finds a namespace by (valid, lower-case) name, once per session;
+// routing.ErrNoNamespace when there is none.
 func (s *session) namespace(name string) (tenant.Namespace, error) {
 	if ns, ok := s.nsCache[name]; ok {
 		return ns, nil
 	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, storeTimeout)
 	defer cancel()
-	ns, err := s.srv.tenants.NamespaceByName(ctx, name)
+	ns, err := s.srv.routes.Namespace(ctx, name)
 	if err != nil {
-		return tenant.Namespace{}, fmt.Errorf("namespace %q: %w", name, err)
+		return tenant.Namespace{}, err
 	}
 	if s.nsCache == nil {
 		s.nsCache = map[string]tenant.Namespace{}
@@ -204,26 +206,28 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) (err error) {
 
 // Rcpt implements smtp.Session: it accepts a recipient of an existing
 // namespace (of the authenticated one after AUTH) and groups recipients by
-// namespace. A repeated address is accepted again and counts once.
+// namespace. A repeated address is accepted again and counts once. Which
+// namespace an address reaches is routing's rule, shared with the delivery of
+// outbound mail; the order of the checks and their replies are the session's.
 func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
 	defer s.guard("rcpt", &err)
 	if !s.inMail {
 		return errNeedMail
 	}
-	rcpt, perr := parseRecipient(to, s.srv.domain)
-	if errors.Is(perr, errAddrSyntax) {
+	rcpt, perr := s.srv.routes.Parse(to)
+	if errors.Is(perr, routing.ErrSyntax) {
 		return errBadAddress
 	}
-	if !s.utf8 && !isASCII(rcpt.Address) {
+	if !s.utf8 && !isASCII(rcpt.Mailbox) {
 		return errUTF8Required
 	}
-	if s.authNS != nil && (perr != nil || rcpt.Namespace != s.authNS.Name) {
+	if s.authNS != nil && (perr != nil || !rcpt.In(*s.authNS)) {
 		return errNotOwnNamespace
 	}
 	if perr != nil {
 		return errNoSuchMailbox
 	}
-	key := strings.ToLower(rcpt.Address)
+	key := strings.ToLower(rcpt.Mailbox)
 	if s.seen[key] {
 		return nil
 	}
@@ -235,7 +239,7 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
 		ns = *s.authNS
 	} else {
 		ns, err = s.namespace(rcpt.Namespace)
-		if errors.Is(err, tenant.ErrNotFound) {
+		if errors.Is(err, routing.ErrNoNamespace) {
 			return errNoSuchMailbox
 		}
 		if err != nil {
@@ -255,7 +259,7 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
 		s.target[ns.ID] = i
 		s.targets = append(s.targets, inbox.Target{Namespace: ns})
 	}
-	s.targets[i].Recipients = append(s.targets[i].Recipients, rcpt.Address)
+	s.targets[i].Recipients = append(s.targets[i].Recipients, rcpt.Mailbox)
 	return nil
 }
 
@@ -348,4 +352,15 @@ func (s *session) reset() {
 func (s *session) Logout() (err error) {
 	defer s.guard("logout", &err)
 	return nil
+}
+
+// isASCII reports whether s is plain ASCII; other addresses need SMTPUTF8
+// (RFC 6531 section 3.5).
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

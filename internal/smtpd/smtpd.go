@@ -31,6 +31,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
 
@@ -91,7 +92,7 @@ const (
 // one connection limit.
 type Server struct {
 	cfg      Config
-	domain   string // lower case, no trailing dot
+	routes   *routing.Rule // which namespace a recipient is addressed to
 	tenants  *tenant.Service
 	ingester *inbox.Ingester
 	smtp     *smtp.Server
@@ -143,7 +144,7 @@ func New(cfg Config, tenants *tenant.Service, ingester *inbox.Ingester) *Server 
 
 	s := &Server{
 		cfg:      cfg,
-		domain:   domain,
+		routes:   routing.New(domain, tenants),
 		tenants:  tenants,
 		ingester: ingester,
 		stopped:  make(chan struct{}),
@@ -179,7 +180,7 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return smtp.ErrServerClosed
 	}
-	slog.Info("SMTP listener started", "addr", l.Addr().String(), "domain", s.domain,
+	slog.Info("SMTP listener started", "addr", l.Addr().String(), "domain", s.routes.Domain(),
 		"starttls", s.cfg.TLSConfig != nil, "require_tls", s.cfg.RequireTLS)
 	err := s.smtp.Serve(&listener{Listener: l, srv: s})
 	if err != nil {

@@ -12,10 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/catchbox/catchbox/internal/httpx"
-	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -29,12 +27,18 @@ type env struct {
 	otherKey string
 }
 
+// newEnv is the running service (as catchbox serve builds it) over db, which
+// also checks Bootstrap: the build created the first organisation, and a second
+// call creates nothing.
 func newEnv(t *testing.T, db *store.DB) *env {
 	ctx := context.Background()
-	svc := tenant.NewService(db, secret.New([]byte("0123456789abcdef0123")), 7*24*time.Hour)
-	key, err := svc.Bootstrap(ctx, "")
-	if err != nil || !strings.HasPrefix(key, tenant.KeyPrefix) {
-		t.Fatalf("Bootstrap = %q, %v", key, err)
+	cfg := servertest.Config(t)
+	cfg.RetentionMax = 7 * 24 * time.Hour
+	cfg.SMTPPublicHost = "mail.test"
+	built := servertest.New(t, db, cfg)
+	svc, key := built.Tenants, built.NewKey
+	if !strings.HasPrefix(key, tenant.KeyPrefix) {
+		t.Fatalf("Bootstrap = %q; want a new key", key)
 	}
 	if again, err := svc.Bootstrap(ctx, "ignored-key"); err != nil || again != "" {
 		t.Fatalf("second Bootstrap = %q, %v; want no new key", again, err)
@@ -47,16 +51,7 @@ func newEnv(t *testing.T, db *store.DB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := chi.NewRouter()
-	r.Group(func(r chi.Router) {
-		r.Use(svc.RequireKey)
-		r.Method("GET", "/api/test", httpx.Handler(svc.TestKeyHandler))
-		r.Method("GET", "/api/namespaces", httpx.Handler(svc.ListNamespacesHandler))
-		r.Method("POST", "/api/namespace/{namespace}/settings", httpx.Handler(svc.UpsertSettingsHandler))
-		r.Method("GET", "/api/smtp/{namespace}", svc.SMTPSettingsHandler(func() (string, int) { return "mail.test", 2525 }))
-	})
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
+	srv := servertest.Serve(t, built)
 	return &env{t: t, svc: svc, srv: srv, key: key, otherKey: otherKey}
 }
 

@@ -5,16 +5,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
-	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
-	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
 )
 
@@ -33,11 +29,9 @@ func BenchmarkOTP(b *testing.B) {
 	})
 	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
 		b.Run(d.String(), func(b *testing.B) {
-			db := storetest.Open(b, d)
+			built := servertest.New(b, storetest.Open(b, d), servertest.Config(b))
 			ctx := context.Background()
-			skey := secret.New([]byte("bench-server-secret-0123456789"))
-			tn := tenant.NewService(db, skey, 24*time.Hour)
-			svc := totp.NewService(db, skey)
+			tn, svc := built.Tenants, built.TOTP
 			svc.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 			org, err := tn.CreateOrg(ctx, "bench", 100, true)
 			if err != nil {
@@ -61,13 +55,7 @@ func BenchmarkOTP(b *testing.B) {
 			})
 
 			b.Run("http", func(b *testing.B) {
-				r := chi.NewRouter()
-				r.Group(func(r chi.Router) {
-					r.Use(tn.RequireKey)
-					svc.Routes(r)
-				})
-				srv := httptest.NewServer(r)
-				defer srv.Close()
+				srv := servertest.Serve(b, built)
 				client := srv.Client()
 				url := srv.URL + "/api/devices/" + dev.ID + "/otp"
 				for b.Loop() {

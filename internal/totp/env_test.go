@@ -13,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
-	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
@@ -84,8 +82,8 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// env is a device service behind a real HTTP server and the API-key middleware,
-// with one organisation ("acme") and its key.
+// env is the running service (as catchbox serve builds it) over a fresh store,
+// with one organisation ("acme") and its key beside the first one ("default").
 type env struct {
 	t      *testing.T
 	db     *store.DB
@@ -103,21 +101,12 @@ var start = time.Unix(1795317830, 0).UTC()
 
 func newEnv(t *testing.T, db *store.DB) *env {
 	t.Helper()
-	skey := secret.New([]byte("test-server-secret-0123456789"))
-	e := &env{t: t, db: db, tenant: tenant.NewService(db, skey, 7*24*time.Hour), clock: &clock{now: start}, logs: &lockedBuffer{}}
-	e.svc = totp.NewService(db, skey)
+	svc := servertest.New(t, db, servertest.Config(t))
+	e := &env{t: t, db: db, tenant: svc.Tenants, svc: svc.TOTP, clock: &clock{now: start}, logs: &lockedBuffer{}}
 	e.svc.Now = e.clock.Now
 	e.svc.Sleep = e.clock.Sleep
 	e.svc.Log = slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-
-	r := chi.NewRouter()
-	r.Group(func(r chi.Router) {
-		r.Use(e.tenant.RequireKey)
-		e.svc.Routes(r)
-	})
-	e.srv = httptest.NewServer(r)
-	t.Cleanup(e.srv.Close)
-
+	e.srv = servertest.Serve(t, svc)
 	e.org, e.key = e.newOrg("acme", 100, true)
 	return e
 }

@@ -17,20 +17,6 @@ import (
 	"github.com/catchbox/catchbox/internal/tenant"
 )
 
-// Routes registers the device endpoints on r, which must already require an API
-// key (tenant.Service.RequireKey): every handler acts for tenant.OrgFrom.
-func (s *Service) Routes(r chi.Router) {
-	r.Method(http.MethodGet, "/api/devices", httpx.Handler(s.listDevicesHandler))
-	r.Method(http.MethodPost, "/api/devices", httpx.Handler(s.createSharedSecretDeviceHandler))
-	r.Method(http.MethodPost, "/api/devices/custom", httpx.Handler(s.createCustomDeviceHandler))
-	r.Method(http.MethodPost, "/api/devices/base32-secret-key", httpx.Handler(s.createBase32DeviceHandler))
-	r.Method(http.MethodPost, "/api/devices/otpauth-url", httpx.Handler(s.createOtpauthDeviceHandler))
-	r.Method(http.MethodPost, "/api/devices/otp", httpx.Handler(s.secretOTPHandler))
-	r.Method(http.MethodGet, "/api/devices/{deviceId}", httpx.Handler(s.getDeviceHandler))
-	r.Method(http.MethodGet, "/api/devices/{deviceId}/otp", httpx.Handler(s.deviceOTPHandler))
-	r.Method(http.MethodDelete, "/api/devices/{deviceId}", httpx.Handler(s.deleteDeviceHandler))
-}
-
 // deviceJSON is the TotpDevice resource. The secret is not a field of it.
 type deviceJSON struct {
 	ID             string  `json:"id"`
@@ -73,9 +59,9 @@ type otpJSON struct {
 // MaxFilterLength caps the username and issuer filters of the device list.
 const MaxFilterLength = 240
 
-// listDevicesHandler answers GET /api/devices: the organisation's active devices,
+// ListDevicesHandler answers GET /api/devices: the organisation's active devices,
 // newest first.
-func (s *Service) listDevicesHandler(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) ListDevicesHandler(w http.ResponseWriter, r *http.Request) error {
 	q := httpx.NewQuery(r)
 	f := Filter{Limit: int(q.Int("limit", 100, 1, 100)), Offset: q.Int("offset", 0, 0, -1)}
 	f.Username, _ = q.String("username", MaxFilterLength)
@@ -292,9 +278,9 @@ func (p *problems) params(b *body) Params {
 	return pr
 }
 
-// createSharedSecretDeviceHandler answers POST /api/devices: a device with the
+// CreateSharedSecretDeviceHandler answers POST /api/devices: a device with the
 // authenticator-app defaults (6 digits, 30 seconds, SHA1).
-func (s *Service) createSharedSecretDeviceHandler(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) CreateSharedSecretDeviceHandler(w http.ResponseWriter, r *http.Request) error {
 	b, err := decodeBody(r)
 	if err != nil {
 		return err
@@ -309,14 +295,14 @@ func (s *Service) createSharedSecretDeviceHandler(w http.ResponseWriter, r *http
 	return s.create(w, r, &p, in)
 }
 
-// createCustomDeviceHandler answers POST /api/devices/custom (secret in "secret").
-func (s *Service) createCustomDeviceHandler(w http.ResponseWriter, r *http.Request) error {
+// CreateCustomDeviceHandler answers POST /api/devices/custom (secret in "secret").
+func (s *Service) CreateCustomDeviceHandler(w http.ResponseWriter, r *http.Request) error {
 	return s.createWithParams(w, r, "secret", SourceCustom)
 }
 
-// createBase32DeviceHandler answers POST /api/devices/base32-secret-key (secret in
+// CreateBase32DeviceHandler answers POST /api/devices/base32-secret-key (secret in
 // "base32_secret_key").
-func (s *Service) createBase32DeviceHandler(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) CreateBase32DeviceHandler(w http.ResponseWriter, r *http.Request) error {
 	return s.createWithParams(w, r, "base32_secret_key", SourceBase32SecretKey)
 }
 
@@ -337,10 +323,10 @@ func (s *Service) createWithParams(w http.ResponseWriter, r *http.Request, secre
 	return s.create(w, r, &p, in)
 }
 
-// createOtpauthDeviceHandler answers POST /api/devices/otpauth-url. The URL's
+// CreateOtpauthDeviceHandler answers POST /api/devices/otpauth-url. The URL's
 // username, issuer, digits, period and algorithm win; the body's fill what the URL
 // lacks; a body name replaces the derived one.
-func (s *Service) createOtpauthDeviceHandler(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) CreateOtpauthDeviceHandler(w http.ResponseWriter, r *http.Request) error {
 	b, err := decodeBody(r)
 	if err != nil {
 		return err
@@ -418,9 +404,9 @@ func deviceError(err error) error {
 	return err
 }
 
-// getDeviceHandler answers GET /api/devices/{deviceId}: one device, expired ones
+// GetDeviceHandler answers GET /api/devices/{deviceId}: one device, expired ones
 // included (their expires_at tells why their OTP is 410).
-func (s *Service) getDeviceHandler(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) GetDeviceHandler(w http.ResponseWriter, r *http.Request) error {
 	d, err := s.Get(r.Context(), tenant.OrgFrom(r.Context()).ID, chi.URLParam(r, "deviceId"))
 	if err != nil {
 		return deviceError(err)
@@ -429,8 +415,8 @@ func (s *Service) getDeviceHandler(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// deleteDeviceHandler answers DELETE /api/devices/{deviceId}: 204, expired or not.
-func (s *Service) deleteDeviceHandler(w http.ResponseWriter, r *http.Request) error {
+// DeleteDeviceHandler answers DELETE /api/devices/{deviceId}: 204, expired or not.
+func (s *Service) DeleteDeviceHandler(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Delete(r.Context(), tenant.OrgFrom(r.Context()).ID, chi.URLParam(r, "deviceId")); err != nil {
 		return deviceError(err)
 	}
@@ -459,9 +445,9 @@ func writeOTP(w http.ResponseWriter, otp OTP) {
 	httpx.WriteJSON(w, http.StatusOK, otpJSON{Code: otp.Code, Expires: httpx.Time(otp.Expires)})
 }
 
-// secretOTPHandler answers POST /api/devices/otp: the code of a bare shared secret
+// SecretOTPHandler answers POST /api/devices/otp: the code of a bare shared secret
 // with the fixed defaults; nothing is saved.
-func (s *Service) secretOTPHandler(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) SecretOTPHandler(w http.ResponseWriter, r *http.Request) error {
 	b, err := decodeBody(r)
 	if err != nil {
 		return err
@@ -489,8 +475,8 @@ func (s *Service) secretOTPHandler(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// deviceOTPHandler answers GET /api/devices/{deviceId}/otp.
-func (s *Service) deviceOTPHandler(w http.ResponseWriter, r *http.Request) error {
+// DeviceOTPHandler answers GET /api/devices/{deviceId}/otp.
+func (s *Service) DeviceOTPHandler(w http.ResponseWriter, r *http.Request) error {
 	var wait time.Duration
 	if q := r.URL.Query(); q.Has(minSecondsField) {
 		v, err := strconv.ParseFloat(strings.TrimSpace(q.Get(minSecondsField)), 64)
