@@ -89,6 +89,7 @@ func preallocateWAL(path string) error {
 
 // walProgress is how far the WAL has been written and copied back, in frames.
 type walProgress struct {
+	round      uint32 // the WAL header's first salt: one more each time the WAL starts over
 	frames     uint32 // valid frames in the WAL (mxFrame)
 	backfilled uint32 // of those, already in the database file (nBackfill)
 }
@@ -100,6 +101,7 @@ const (
 	shmHeaderBytes  = 48
 	shmIsInit       = 12  // u8, 1 once the header is valid
 	shmMxFrame      = 16  // u32, index of the last valid frame
+	shmSalt1        = 32  // u32 big-endian, as in the WAL header (aSalt[0])
 	shmNBackfill    = 96  // u32, frames already copied into the database
 	shmReadBytes    = 100 // enough for all three fields
 	shmHeaderCopies = 2
@@ -118,6 +120,7 @@ func readWALProgress(shm io.ReaderAt) (walProgress, bool) {
 		return walProgress{}, false
 	}
 	return walProgress{
+		round:      binary.BigEndian.Uint32(b[shmSalt1:]),
 		frames:     binary.NativeEndian.Uint32(b[shmMxFrame:]),
 		backfilled: binary.NativeEndian.Uint32(b[shmNBackfill:]),
 	}, true
