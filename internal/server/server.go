@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 	var notifier notify.Notifier = notify.NewHub()
 	var degraded func() bool
 	if db.Dialect == store.Postgres {
-		pg := notify.NewPostgres(ctx, db.W, db.URL)
+		pg := notify.NewPostgres(ctx, db.URL)
 		notifier, degraded = pg, func() bool { return !pg.Healthy() }
 	}
 	ingester := inbox.NewIngester(db, notifier)
