@@ -25,9 +25,11 @@ const maxPayload = 7000
 // Announce adds a NOTIFY to the writer's transaction: PostgreSQL delivers it to
 // every listening replica when the transaction commits, and drops it if the
 // transaction rolls back (SQL command NOTIFY, "Notes"), so the wake-up is
-// atomic with the rows and costs no transaction of its own. Each replica's
-// listener turns the NOTIFY into local wake-ups; the writer's own replica wakes
-// its waiters with Publish once the commit has returned.
+// atomic with the rows and costs no transaction of its own. The price is that
+// PostgreSQL commits transactions that notify one at a time (docs/flow.md,
+// section 5). Each replica's listener turns the NOTIFY into local wake-ups; the
+// writer's own replica wakes its waiters with Publish once the commit has
+// returned.
 //
 // A listener connection can be lost. While it is down, Healthy is false and
 // waiting requests fall back to re-checking on a short interval; when it is back,

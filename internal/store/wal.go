@@ -18,11 +18,11 @@ import (
 // On ext4 and most other file systems, an fdatasync after writes that extend a
 // file must also commit the new size and block allocation to the file system
 // journal; after writes into blocks already written it only flushes data. The
-// first costs about twice the second here (docs/benchmarks.md). So the WAL is
-// written once to its working size with zeros when the store opens
-// (walPreallocBytes), and afterwards reused from its start instead of being
-// truncated: SQLite ignores everything past the last frame whose salt and
-// checksum chain are valid, and zeros never are.
+// first costs more (docs/benchmarks.md, "Machine"). So the WAL is written once
+// to its working size with zeros when the store opens (walPreallocBytes), and
+// afterwards reused from its start instead of being truncated: SQLite ignores
+// everything past the last frame whose salt and checksum chain are valid, and
+// zeros never are.
 //
 // Checkpoints copy the WAL into the database file. maintainWAL runs them from
 // its own connection (synchronous=FULL) when enough frames are waiting
