@@ -167,10 +167,11 @@ type WALTrace struct {
 	Synced func(reach WALPos, ok bool)
 }
 
-// TraceWAL makes a SQLite store report its commits and WAL fsyncs to t. It is
-// meant for tests, and costs nothing when not called: a store traces only
-// from the call on, which must come before the store is written to from more
-// than one goroutine. On PostgreSQL it does nothing.
+// TraceWAL makes a SQLite store report its commits and WAL fsyncs to t, in
+// place of any earlier trace. It is meant for tests, and costs nothing when not
+// called: a store traces only from the call on, which must come before the
+// store is written to from more than one goroutine. On PostgreSQL it does
+// nothing.
 func (db *DB) TraceWAL(t WALTrace) error {
 	if db.wal == nil {
 		return nil
@@ -184,13 +185,14 @@ func (db *DB) TraceWAL(t WALTrace) error {
 	s := db.wal
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	inner := s.flush
 	s.flush = func(f *os.File) error {
 		reach, ok := tr.position()
-		if err := inner(f); err != nil {
+		if err := fdatasync(f); err != nil {
 			return err
 		}
-		tr.Synced(reach, ok && tr.isWAL(f))
+		if tr.Synced != nil {
+			tr.Synced(reach, ok && tr.isWAL(f))
+		}
 		return nil
 	}
 	if old := s.trace.Swap(tr); old != nil {
@@ -232,7 +234,7 @@ func (db *DB) traceCommit() {
 	if db.wal == nil {
 		return
 	}
-	if t := db.wal.trace.Load(); t != nil {
+	if t := db.wal.trace.Load(); t != nil && t.Committed != nil {
 		t.Committed(t.position())
 	}
 }
