@@ -371,33 +371,39 @@ func rowsBytes(rows []*row) int64 {
 	return n
 }
 
-// answer wakes the searches waiting on a durable batch's namespaces and then
-// answers its senders: a 250 is never sent for a message a power loss could
-// take back, and a held search that wakes finds the message committed.
+// answer wakes this process's searches waiting on a durable batch's namespaces
+// and then answers its senders: a 250 is never sent for a message a power loss
+// could take back, and a held search that wakes finds the message committed.
+// The other replicas' searches were woken by the commit (insert).
 func (in *Ingester) answer(batch []*batchReq, err error) {
 	if err == nil && len(batch) > 0 {
-		seen := map[string]bool{}
-		var topics []string
-		for _, req := range batch {
-			for _, r := range req.rows {
-				if t := NamespaceTopic(r.namespaceID); !seen[t] {
-					seen[t] = true
-					topics = append(topics, t)
-				}
-			}
-		}
-		in.notifier.Publish(context.Background(), topics...)
+		in.notifier.Publish(context.Background(), topics(batch)...)
 	}
 	for _, req := range batch {
 		req.done <- err
 	}
 }
 
+// topics are the notify topics of the namespaces batch writes to.
+func topics(batch []*batchReq) []string {
+	seen := map[string]bool{}
+	var ts []string
+	for _, req := range batch {
+		for _, r := range req.rows {
+			if t := NamespaceTopic(r.namespaceID); !seen[t] {
+				seen[t] = true
+				ts = append(ts, t)
+			}
+		}
+	}
+	return ts
+}
+
 // insert commits batch in one transaction (durable on PostgreSQL, not yet
-// synced on SQLite). Once batch is inserted it calls midway, if set, then adds
-// the requests queued by then, up to the batch limits, and returns every
-// request of the transaction. A failure, a panic included, is logged and
-// returned.
+// synced on SQLite), which announces its namespaces to the other replicas.
+// Once batch is inserted it calls midway, if set, then adds the requests
+// queued by then, up to the batch limits, and returns every request of the
+// transaction. A failure, a panic included, is logged and returned.
 func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) (stored []*batchReq, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -461,7 +467,10 @@ func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) (stored 
 		if err := addCounts(ctx, tx, shard, added); err != nil {
 			return err
 		}
-		return enforceQuotas(ctx, tx, nsIDs, in.now().UnixMilli())
+		if err := enforceQuotas(ctx, tx, nsIDs, in.now().UnixMilli()); err != nil {
+			return err
+		}
+		return in.notifier.Announce(ctx, tx, topics(batch)...)
 	})
 	return batch, err
 }

@@ -1,7 +1,7 @@
 // Package notify wakes requests that wait for something to arrive (inbox and SMS
 // searches with wait=true). A waiter subscribes to a topic before it looks, so an
-// arrival between the look and the wait is never missed; a publisher names the
-// topics whose data it has just committed.
+// arrival between the look and the wait is never missed; a writer names the
+// topics whose data it stores.
 //
 // Hub is the in-process notifier. The PostgreSQL store adds cross-replica wake-ups
 // on top of it with LISTEN/NOTIFY.
@@ -10,14 +10,23 @@ package notify
 import (
 	"context"
 	"sync"
+
+	"github.com/catchbox/catchbox/internal/store"
 )
 
-// Notifier delivers wake-ups for topics.
+// Notifier delivers wake-ups for topics. A writer announces the topics in the
+// transaction that stores their data, which wakes the other replicas when the
+// transaction commits and never if it rolls back, and publishes them once the
+// data is durable, which wakes this process's waiters.
 type Notifier interface {
 	// Subscribe returns a subscription whose channel receives a value after each
 	// Publish of the topic (coalesced: one pending wake-up at most).
 	Subscribe(topic string) *Subscription
-	// Publish wakes every subscriber of the topics. It never blocks on a subscriber.
+	// Announce adds to tx the wake-up of the topics' waiters on the other
+	// replicas. With no other replica it does nothing.
+	Announce(ctx context.Context, tx *store.Tx, topics ...string) error
+	// Publish wakes this process's subscribers of the topics. It never blocks
+	// on a subscriber.
 	Publish(ctx context.Context, topics ...string)
 }
 
@@ -72,7 +81,10 @@ func (h *Hub) unsubscribe(s *Subscription) {
 	}
 }
 
-// Publish implements Notifier (locally only).
+// Announce implements Notifier: a hub has no other replica to tell.
+func (h *Hub) Announce(context.Context, *store.Tx, ...string) error { return nil }
+
+// Publish implements Notifier.
 func (h *Hub) Publish(_ context.Context, topics ...string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -3,7 +3,6 @@ package notify
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/catchbox/catchbox/internal/store"
 )
 
 // Channel is the PostgreSQL NOTIFY channel every replica listens on.
@@ -21,8 +22,14 @@ const Channel = "catchbox_wake"
 const maxPayload = 7000
 
 // Postgres is a Notifier for several replicas sharing one PostgreSQL database.
-// Publish wakes local waiters at once and sends one NOTIFY; every other replica's
-// listener turns the NOTIFY into local wake-ups.
+// Announce adds a NOTIFY to the writer's transaction: PostgreSQL delivers it to
+// every listening replica when the transaction commits, and drops it if the
+// transaction rolls back (SQL command NOTIFY, "Notes"), so the wake-up is
+// atomic with the rows and costs no transaction of its own. The price is that
+// PostgreSQL commits transactions that notify one at a time (docs/flow.md,
+// section 5). Each replica's listener turns the NOTIFY into local wake-ups; the
+// writer's own replica wakes its waiters with Publish once the commit has
+// returned.
 //
 // A listener connection can be lost. While it is down, Healthy is false and
 // waiting requests fall back to re-checking on a short interval; when it is back,
@@ -30,19 +37,18 @@ const maxPayload = 7000
 // listener was away is never missed.
 type Postgres struct {
 	*Hub
-	db      *sql.DB
 	url     string
 	replica string // payload prefix, so a replica ignores its own NOTIFYs
 	healthy atomic.Bool
 	done    chan struct{}
 }
 
-// NewPostgres starts listening on url (a pgx connection string) and publishes
-// through db. It stops when ctx ends.
-func NewPostgres(ctx context.Context, db *sql.DB, url string) *Postgres {
+// NewPostgres starts listening on url (a pgx connection string). It stops when
+// ctx ends.
+func NewPostgres(ctx context.Context, url string) *Postgres {
 	var b [6]byte
 	rand.Read(b[:])
-	p := &Postgres{Hub: NewHub(), db: db, url: url, replica: hex.EncodeToString(b[:]), done: make(chan struct{})}
+	p := &Postgres{Hub: NewHub(), url: url, replica: hex.EncodeToString(b[:]), done: make(chan struct{})}
 	go p.listen(ctx)
 	return p
 }
@@ -53,36 +59,37 @@ func (p *Postgres) Healthy() bool { return p.healthy.Load() }
 // Done is closed when the listener has stopped.
 func (p *Postgres) Done() <-chan struct{} { return p.done }
 
-// Publish implements Notifier: local waiters first, then the other replicas.
-func (p *Postgres) Publish(ctx context.Context, topics ...string) {
-	if len(topics) == 0 {
-		return
+// Announce implements Notifier: one NOTIFY in tx per maxPayload bytes of topics.
+// A failure fails tx, as any failed statement does on PostgreSQL.
+func (p *Postgres) Announce(ctx context.Context, tx *store.Tx, topics ...string) error {
+	for _, payload := range p.payloads(topics) {
+		if _, err := tx.Exec(ctx, "SELECT pg_notify(?, ?)", Channel, payload); err != nil {
+			return fmt.Errorf("announce to the other replicas: %w", err)
+		}
 	}
-	p.Hub.Publish(ctx, topics...)
+	return nil
+}
+
+// payloads packs topics into NOTIFY payloads of at most maxPayload bytes, each
+// starting with the replica's id.
+func (p *Postgres) payloads(topics []string) []string {
+	var out []string
 	var b strings.Builder
-	flush := func() {
-		if b.Len() == 0 {
-			return
-		}
-		nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, err := p.db.ExecContext(nctx, "SELECT pg_notify($1, $2)", Channel, p.replica+" "+b.String()); err != nil {
-			// The waiters of other replicas re-check when their listener
-			// recovers; nothing is lost, only delayed.
-			slog.Warn("Cross-replica wake-up failed", "err", err)
-		}
-		b.Reset()
-	}
 	for _, t := range topics {
-		if b.Len()+len(t)+1 > maxPayload {
-			flush()
+		if b.Len() > 0 && b.Len()+1+len(t) > maxPayload {
+			out = append(out, b.String())
+			b.Reset()
 		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
+		if b.Len() == 0 {
+			b.WriteString(p.replica)
 		}
+		b.WriteByte(' ')
 		b.WriteString(t)
 	}
-	flush()
+	if b.Len() > 0 {
+		out = append(out, b.String())
+	}
+	return out
 }
 
 // Reconnection delays of the listener: doubled after each failed attempt up to

@@ -198,7 +198,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	var degraded func() bool
 	if db.Dialect == store.Postgres {
 		life, stop := context.WithCancel(context.WithoutCancel(ctx))
-		pg := notify.NewPostgres(life, db.W, db.URL)
+		pg := notify.NewPostgres(life, db.URL)
 		s.Notifier, degraded = pg, func() bool { return !pg.Healthy() }
 		s.stop, s.notifierDone = stop, pg.Done()
 	}

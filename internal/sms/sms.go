@@ -276,16 +276,24 @@ func (s *Service) Receive(ctx context.Context, n Number, in Inbound) (m Message,
 	if in.ProviderMessageID != "" {
 		provider = in.ProviderMessageID
 	}
-	res, err := s.db.Exec(ctx, `INSERT INTO sms_messages
-		(id, number_id, direction, from_number, to_number, body, body_fold, provider_message_id, created_ms, expires_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (number_id, provider_message_id) DO NOTHING`,
-		m.ID, m.NumberID, m.Direction, m.From, m.To, m.Body, strings.ToLower(m.Body), provider, now, now+s.retention.Milliseconds())
+	var added int64
+	err = s.db.InTx(ctx, func(tx *store.Tx) error {
+		res, err := tx.Exec(ctx, `INSERT INTO sms_messages
+			(id, number_id, direction, from_number, to_number, body, body_fold, provider_message_id, created_ms, expires_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (number_id, provider_message_id) DO NOTHING`,
+			m.ID, m.NumberID, m.Direction, m.From, m.To, m.Body, strings.ToLower(m.Body), provider, now, now+s.retention.Milliseconds())
+		if err != nil {
+			return err
+		}
+		if added, err = res.RowsAffected(); err != nil || added == 0 || s.notifier == nil {
+			return err
+		}
+		return s.notifier.Announce(ctx, tx, Topic(n.ID))
+	})
 	if err != nil {
 		return Message{}, false, fmt.Errorf("store sms message: %w", err)
 	}
-	if added, err := res.RowsAffected(); err != nil {
-		return Message{}, false, fmt.Errorf("store sms message: %w", err)
-	} else if added == 0 {
+	if added == 0 {
 		m, err := scanMessage(s.db.QueryRow(ctx, "SELECT "+messageColumns+
 			" FROM sms_messages WHERE number_id = ? AND provider_message_id = ?", n.ID, in.ProviderMessageID))
 		return m, false, err

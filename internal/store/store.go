@@ -411,6 +411,7 @@ func (db *DB) InTxUnsynced(ctx context.Context, fn func(*Tx) error) (err error) 
 	if err = sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	db.traceCommit()
 	return nil
 }
 

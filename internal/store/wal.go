@@ -18,11 +18,11 @@ import (
 // On ext4 and most other file systems, an fdatasync after writes that extend a
 // file must also commit the new size and block allocation to the file system
 // journal; after writes into blocks already written it only flushes data. The
-// first costs about twice the second here (docs/benchmarks.md). So the WAL is
-// written once to its working size with zeros when the store opens
-// (walPreallocBytes), and afterwards reused from its start instead of being
-// truncated: SQLite ignores everything past the last frame whose salt and
-// checksum chain are valid, and zeros never are.
+// first costs more (docs/benchmarks.md, "Machine"). So the WAL is written once
+// to its working size with zeros when the store opens (walPreallocBytes), and
+// afterwards reused from its start instead of being truncated: SQLite ignores
+// everything past the last frame whose salt and checksum chain are valid, and
+// zeros never are.
 //
 // Checkpoints copy the WAL into the database file. maintainWAL runs them from
 // its own connection (synchronous=FULL) when enough frames are waiting
@@ -89,6 +89,7 @@ func preallocateWAL(path string) error {
 
 // walProgress is how far the WAL has been written and copied back, in frames.
 type walProgress struct {
+	round      uint32 // the WAL header's first salt: one more each time the WAL starts over
 	frames     uint32 // valid frames in the WAL (mxFrame)
 	backfilled uint32 // of those, already in the database file (nBackfill)
 }
@@ -100,6 +101,7 @@ const (
 	shmHeaderBytes  = 48
 	shmIsInit       = 12  // u8, 1 once the header is valid
 	shmMxFrame      = 16  // u32, index of the last valid frame
+	shmSalt1        = 32  // u32 big-endian, as in the WAL header (aSalt[0])
 	shmNBackfill    = 96  // u32, frames already copied into the database
 	shmReadBytes    = 100 // enough for all three fields
 	shmHeaderCopies = 2
@@ -118,6 +120,7 @@ func readWALProgress(shm io.ReaderAt) (walProgress, bool) {
 		return walProgress{}, false
 	}
 	return walProgress{
+		round:      binary.BigEndian.Uint32(b[shmSalt1:]),
 		frames:     binary.NativeEndian.Uint32(b[shmMxFrame:]),
 		backfilled: binary.NativeEndian.Uint32(b[shmNBackfill:]),
 	}, true
