@@ -270,16 +270,22 @@ func (q *Queue) claimRound(ctx context.Context, k *kind, free int) (n int, next 
 		}
 	}()
 	now := q.opts.Now()
-	next, err = q.nextDue(ctx, k)
-	if err != nil || next.IsZero() || next.After(now) {
-		return 0, next, err
+	pending, leaseEnd, err := q.nextDue(ctx, k)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	expired := !leaseEnd.IsZero() && !leaseEnd.After(now)
+	if !expired && (pending.IsZero() || pending.After(now)) {
+		return 0, earliest(pending, leaseEnd), nil
 	}
 	var claimed []*Job
 	var takenOver []takeOver
-	err = q.db.InTxUnsynced(ctx, func(tx *store.Tx) error {
+	err = q.inLeaseTx(ctx, func(tx *store.Tx) error {
 		var err error
-		if takenOver, err = q.takeOver(ctx, tx, k, now); err != nil {
-			return err
+		if expired {
+			if takenOver, err = q.takeOver(ctx, tx, k, now); err != nil {
+				return err
+			}
 		}
 		claimed, err = q.claim(ctx, tx, k, now, free)
 		return err
@@ -303,22 +309,47 @@ func (q *Queue) claimRound(ctx context.Context, k *kind, free int) (n int, next 
 	return len(claimed), next, nil
 }
 
-// nextDue is the earliest run_at among k's live jobs: a pending job's
-// schedule, or a running one's lease end (zero: no live job).
-func (q *Queue) nextDue(ctx context.Context, k *kind) (time.Time, error) {
-	var pending, running *int64
-	err := q.db.QueryRow(ctx, `SELECT (SELECT MIN(run_at) FROM jobs WHERE kind = ? AND state = 'pending'),
-		(SELECT MIN(run_at) FROM jobs WHERE kind = ? AND state = 'running')`, k.name, k.name).Scan(&pending, &running)
+// nextDue returns the earliest run_at of k's pending jobs and of its running
+// ones (their first lease to end); zero where there is none.
+func (q *Queue) nextDue(ctx context.Context, k *kind) (pending, leaseEnd time.Time, err error) {
+	var p, r *int64
+	err = q.db.QueryRow(ctx, `SELECT (SELECT MIN(run_at) FROM jobs WHERE kind = ? AND state = 'pending'),
+		(SELECT MIN(run_at) FROM jobs WHERE kind = ? AND state = 'running')`, k.name, k.name).Scan(&p, &r)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("next due job: %w", err)
+		return time.Time{}, time.Time{}, fmt.Errorf("next due job: %w", err)
 	}
-	var next time.Time
-	for _, ms := range []*int64{pending, running} {
-		if ms != nil && (next.IsZero() || time.UnixMilli(*ms).Before(next)) {
-			next = time.UnixMilli(*ms)
+	if p != nil {
+		pending = time.UnixMilli(*p)
+	}
+	if r != nil {
+		leaseEnd = time.UnixMilli(*r)
+	}
+	return pending, leaseEnd, nil
+}
+
+// earliest is the earlier of two times, a zero one standing for none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// inLeaseTx runs fn in a write transaction that takes or renews leases, and
+// does not wait for it to be durable (on SQLite InTxUnsynced; on PostgreSQL
+// synchronous_commit off for it). A claim or renewal lost in a crash of the
+// store costs nothing but time: the job is pending again, or its lease ends
+// earlier, and the worker's Finish is refused (ErrLeaseLost) rather than
+// committed. The outcome of an attempt is always recorded durably (InTx).
+func (q *Queue) inLeaseTx(ctx context.Context, fn func(*store.Tx) error) error {
+	return q.db.InTxUnsynced(ctx, func(tx *store.Tx) error {
+		if tx.Dialect() == store.Postgres {
+			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+				return err
+			}
 		}
-	}
-	return next, nil
+		return fn(tx)
+	})
 }
 
 // queries holds the two statements whose text depends on the dialect.
@@ -528,7 +559,7 @@ func (q *Queue) renew(ctx context.Context) {
 	}
 	leaseEnd := q.opts.Now().Add(q.opts.Lease).UnixMilli()
 	var lost []*Job
-	err := q.db.InTxUnsynced(ctx, func(tx *store.Tx) error {
+	err := q.inLeaseTx(ctx, func(tx *store.Tx) error {
 		lost = lost[:0]
 		for _, j := range held {
 			res, err := tx.Exec(ctx, `UPDATE jobs SET run_at = ?
