@@ -96,6 +96,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// receive waits for a value on ch; the limit only keeps a broken queue from
+// hanging the test run.
+func receive[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(60 * time.Second):
+		t.Fatalf("gave up waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
 func get(t *testing.T, q *Queue, id int64) Info {
 	t.Helper()
 	in, err := q.Get(context.Background(), id)
@@ -348,7 +361,8 @@ func TestScheduledJobWaitsForRunAt(t *testing.T) {
 // A replica that claimed a job and died (its claim is made here and then
 // abandoned: no handler, no renewal) loses the job once its lease has run
 // out; another replica takes it over and commits its effects once. The dead
-// replica's late Finish is refused and commits nothing.
+// replica's late Finish, made while the other holds the job, is refused and
+// commits nothing.
 func TestExpiredLeaseIsTakenOver(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -356,8 +370,7 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 		clk := newClock()
 		hub := notify.NewHub()
 		dead := newQueue(t, db, clk, notifierFor(t, db, hub))
-		handler := func(ctx context.Context, j *Job) error { return j.Finish(ctx, nil, effect(ctx, j)) }
-		dead.Register("deliver", handler, Limits{MaxAttempts: 3})
+		dead.Register("deliver", func(context.Context, *Job) error { return nil }, Limits{MaxAttempts: 3})
 		id := enqueue(t, dead, "deliver", EnqueueOptions{})
 		var abandoned []*Job
 		err := db.InTx(ctx, func(tx *store.Tx) error {
@@ -372,10 +385,15 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 		db2 := replica(t, db)
 		live := newQueue(t, db2, clk, notifierFor(t, db2, hub))
 		var c calls
+		entered, release := make(chan struct{}, 1), make(chan struct{})
 		live.Register("deliver", func(ctx context.Context, j *Job) error {
 			c.add(j.ID)
-			return handler(ctx, j)
-		}, Limits{MaxAttempts: 3})
+			if j.ID == id {
+				entered <- struct{}{}
+				<-release
+			}
+			return j.Finish(ctx, nil, effect(ctx, j))
+		}, Limits{MaxAttempts: 3, Workers: 2})
 		if err := live.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -387,12 +405,14 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 		}
 		clk.Add(testLease + time.Millisecond)
 		wake(live, "deliver")
+		receive(t, "the take-over", entered)
+		if err := abandoned[0].Finish(ctx, nil, effect(ctx, abandoned[0])); !errors.Is(err, ErrLeaseLost) {
+			t.Fatalf("late Finish of the dead replica = %v, want ErrLeaseLost", err)
+		}
+		close(release)
 		in := waitState(t, live, id, Done, 2)
 		if !strings.Contains(in.LastError, "lease ran out") {
 			t.Fatalf("taken-over job's last error %q, want the lease's end", in.LastError)
-		}
-		if err := abandoned[0].Finish(ctx, nil, effect(ctx, abandoned[0])); !errors.Is(err, ErrLeaseLost) {
-			t.Fatalf("late Finish of the dead replica = %v, want ErrLeaseLost", err)
 		}
 		if n, runs := effects(t, db, id), c.get(id); n != 1 || runs != 1 {
 			t.Fatalf("job committed %d effects over %d runs, want 1 and 1", n, runs)
@@ -423,7 +443,7 @@ func TestStalledWorkerLosesItsJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := enqueue(t, stalled, "deliver", EnqueueOptions{})
-		<-entered
+		receive(t, "the first attempt", entered)
 
 		db2 := replica(t, db)
 		other := newQueue(t, db2, clk, notifierFor(t, db2, hub))
@@ -436,7 +456,7 @@ func TestStalledWorkerLosesItsJob(t *testing.T) {
 		}
 		waitState(t, other, id, Done, 2)
 		close(release)
-		if err := <-finished; !errors.Is(err, ErrLeaseLost) {
+		if err := receive(t, "the stalled worker's Finish", finished); !errors.Is(err, ErrLeaseLost) {
 			t.Fatalf("stalled worker's Finish = %v, want ErrLeaseLost", err)
 		}
 		if n := effects(t, db, id); n != 1 {
@@ -607,11 +627,11 @@ func TestCancel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		<-entered
+		receive(t, "the running job", entered)
 		if !cancel(running) {
 			t.Fatal("Cancel of a running job reported nothing cancelled")
 		}
-		if err := <-finished; !errors.Is(err, ErrLeaseLost) {
+		if err := receive(t, "the cancelled job's Finish", finished); !errors.Is(err, ErrLeaseLost) {
 			t.Fatalf("cancelled job's Finish = %v, want ErrLeaseLost", err)
 		}
 		if in := get(t, q, running); in.State != Cancelled || effects(t, db, running) != 0 {
@@ -646,13 +666,13 @@ func TestGracefulStop(t *testing.T) {
 			t.Fatal(err)
 		}
 		first := enqueue(t, q, "deliver", EnqueueOptions{})
-		<-entered
+		receive(t, "the first job", entered)
 		second := enqueue(t, q, "deliver", EnqueueOptions{}) // waits for the only worker
 		stopped := make(chan error, 1)
 		go func() { stopped <- q.Stop(ctx) }()
 		waitFor(t, "the claim loops to end", func() bool { return hub.Waiters() == 0 })
 		close(release)
-		if err := <-stopped; err != nil {
+		if err := receive(t, "Stop", stopped); err != nil {
 			t.Fatalf("Stop = %v, want nil once the running job finished", err)
 		}
 		waitState(t, q, first, Done, 1)
@@ -670,7 +690,7 @@ func TestGracefulStop(t *testing.T) {
 		if err := q2.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if id := <-entered; id != second {
+		if id := receive(t, "the second job", entered); id != second {
 			t.Fatalf("second queue ran job %d, want %d", id, second)
 		}
 		sctx, cancel := context.WithCancel(ctx)

@@ -184,9 +184,9 @@ func (q *Queue) Start(ctx context.Context) error {
 
 // Stop stops claiming jobs and waits for the running ones to finish until ctx
 // ends. Then it cancels those still running (their contexts' cause is
-// ErrStopped), records nothing for them, stops renewing their leases, and
-// returns an error: once their leases have run out, another replica (or this
-// one, restarted) takes them over.
+// ErrStopped), gives them a moment to return, records nothing for them, stops
+// renewing their leases, and returns an error: once their leases have run
+// out, another replica (or this one, restarted) takes them over.
 func (q *Queue) Stop(ctx context.Context) error {
 	q.mu.Lock()
 	if !q.started || q.stopped {
@@ -211,11 +211,19 @@ func (q *Queue) Stop(ctx context.Context) error {
 		q.mu.Unlock()
 		q.abort(ErrStopped)
 		err = fmt.Errorf("stop jobs: %d still running, left to their leases: %w", n, ctx.Err())
+		select { // handlers that heed their context return now
+		case <-done:
+		case <-time.After(abortGrace):
+		}
 	}
 	q.stopBeat()
 	<-q.beatDone
 	return err
 }
+
+// abortGrace is how long Stop, past its deadline, waits for the handlers it
+// has just cancelled to return. One that ignores its context is left behind.
+const abortGrace = 5 * time.Second
 
 // minWait is the shortest pause between two looks for due jobs: a job that
 // is due but was just taken by another replica is looked at again after it.

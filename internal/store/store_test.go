@@ -126,15 +126,16 @@ func TestAfterCommit(t *testing.T) {
 			t.Fatalf("InTx = %v", err)
 		}
 		for _, in := range []func(context.Context, func(*store.Tx) error) error{db.InTx, db.InTxUnsynced} {
+			id := fmt.Sprint("o", len(ran))
 			err := in(ctx, func(tx *store.Tx) error {
 				tx.AfterCommit(func() { ran = append(ran, "first") })
 				if _, err := tx.Exec(ctx, "INSERT INTO orgs (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
-					fmt.Sprint("o", len(ran)), fmt.Sprint("org ", len(ran)), 1, 1); err != nil {
+					id, "org "+id, 1, 1); err != nil {
 					return err
 				}
 				tx.AfterCommit(func() {
 					var n int
-					if err := db.QueryRow(ctx, "SELECT COUNT(*) FROM orgs").Scan(&n); err != nil || n == 0 {
+					if err := db.QueryRow(ctx, "SELECT COUNT(*) FROM orgs WHERE id = ?", id).Scan(&n); err != nil || n != 1 {
 						t.Errorf("AfterCommit ran before the commit was visible: %d rows, %v", n, err)
 					}
 					ran = append(ran, "second")
