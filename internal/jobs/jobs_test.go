@@ -174,8 +174,8 @@ func createEffects(t *testing.T, db *store.DB) {
 }
 
 // effect is what a handler commits with its outcome: one row per job done.
-func effect(ctx context.Context, j *Job) func(*store.Tx) error {
-	return func(tx *store.Tx) error {
+func effect(j *Job) func(context.Context, *store.Tx) error {
+	return func(ctx context.Context, tx *store.Tx) error {
 		_, err := tx.Exec(ctx, "INSERT INTO job_effects (job_id) VALUES (?)", j.ID)
 		return err
 	}
@@ -392,7 +392,7 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 				entered <- struct{}{}
 				<-release
 			}
-			return j.Finish(ctx, nil, effect(ctx, j))
+			return j.Finish(ctx, nil, effect(j))
 		}, Limits{MaxAttempts: 3, Workers: 2})
 		if err := live.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -406,7 +406,7 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 		clk.Add(testLease + time.Millisecond)
 		wake(live, "deliver")
 		receive(t, "the take-over", entered)
-		if err := abandoned[0].Finish(ctx, nil, effect(ctx, abandoned[0])); !errors.Is(err, ErrLeaseLost) {
+		if err := abandoned[0].Finish(ctx, nil, effect(abandoned[0])); !errors.Is(err, ErrLeaseLost) {
 			t.Fatalf("late Finish of the dead replica = %v, want ErrLeaseLost", err)
 		}
 		close(release)
@@ -435,7 +435,7 @@ func TestStalledWorkerLosesItsJob(t *testing.T) {
 		stalled.Register("deliver", func(ctx context.Context, j *Job) error {
 			close(entered)
 			<-release
-			err := j.Finish(ctx, nil, effect(ctx, j))
+			err := j.Finish(ctx, nil, effect(j))
 			finished <- err
 			return err
 		}, Limits{})
@@ -448,7 +448,7 @@ func TestStalledWorkerLosesItsJob(t *testing.T) {
 		db2 := replica(t, db)
 		other := newQueue(t, db2, clk, notifierFor(t, db2, hub))
 		other.Register("deliver", func(ctx context.Context, j *Job) error {
-			return j.Finish(ctx, nil, effect(ctx, j))
+			return j.Finish(ctx, nil, effect(j))
 		}, Limits{})
 		clk.Add(testLease + time.Millisecond)
 		if err := other.Start(ctx); err != nil {
@@ -487,7 +487,7 @@ func TestTwoReplicasRunEachJobOnce(t *testing.T) {
 				mu.Lock()
 				ran[i]++
 				mu.Unlock()
-				return j.Finish(ctx, nil, effect(ctx, j))
+				return j.Finish(ctx, nil, effect(j))
 			}, Limits{Workers: 4})
 			if err := q.Start(ctx); err != nil {
 				t.Fatal(err)
@@ -588,7 +588,7 @@ func TestCancel(t *testing.T) {
 			if cause := context.Cause(ctx); !errors.Is(cause, ErrCancelled) {
 				t.Errorf("handler's context ended by %v, want ErrCancelled", cause)
 			}
-			err := j.Finish(context.Background(), nil, effect(ctx, j))
+			err := j.Finish(context.Background(), nil, effect(j))
 			finished <- err
 			return err
 		}, Limits{})
@@ -711,6 +711,35 @@ func TestGracefulStop(t *testing.T) {
 		clk.Add(testLease + time.Millisecond)
 		wake(q3, "deliver")
 		waitState(t, q3, second, Done, 2)
+	})
+}
+
+// Finish records the outcome even when the handler's context has ended: the
+// commit that ends a lease makes the renewal cancel the handler's context,
+// possibly while that commit's reply is still on its way.
+func TestFinishOutlivesTheHandlersContext(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		createEffects(t, db)
+		q := newQueue(t, db, newClock(), nil)
+		finished := make(chan error, 1)
+		q.Register("deliver", func(ctx context.Context, j *Job) error {
+			j.cancel(ErrLeaseLost)
+			err := j.Finish(ctx, nil, effect(j))
+			finished <- err
+			return err
+		}, Limits{})
+		if err := q.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		id := enqueue(t, q, "deliver", EnqueueOptions{})
+		if err := receive(t, "Finish", finished); err != nil {
+			t.Fatalf("Finish after the handler's context ended = %v, want nil", err)
+		}
+		waitState(t, q, id, Done, 1)
+		if n := effects(t, db, id); n != 1 {
+			t.Fatalf("job committed %d effects, want 1", n)
+		}
 	})
 }
 

@@ -35,7 +35,7 @@ type Job struct {
 }
 
 // Finish records this attempt's outcome, and runs effects (when not nil) in the
-// same transaction: the job's database writes are committed together with its
+// same transaction, with the context to use in it: the job's database writes are committed together with its
 // outcome or not at all. outcome is what a Handler would return: nil for done,
 // or an error (RetryAt, Permanent, or any other for a retry after a backoff).
 //
@@ -45,13 +45,20 @@ type Job struct {
 // ErrLeaseLost and effects does not run. A handler that calls Finish returns
 // what Finish returned; if that is an error other than ErrLeaseLost, the worker
 // records it as the attempt's failure.
-func (j *Job) Finish(ctx context.Context, outcome error, effects func(*store.Tx) error) error {
+//
+// Finish goes on when ctx ends (at the attempt's time limit, or when the
+// commit it is making ends the lease and the renewal cancels the handler), up
+// to finishTimeout: an outcome being committed is not abandoned half way, nor
+// reported as failed once the store has committed it.
+func (j *Job) Finish(ctx context.Context, outcome error, effects func(context.Context, *store.Tx) error) error {
 	j.mu.Lock()
 	finished := j.finished
 	j.mu.Unlock()
 	if finished {
 		return fmt.Errorf("finish job %d: already finished", j.ID)
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
 	var ended State
 	var retryAt time.Time
 	err := j.q.db.InTx(ctx, func(tx *store.Tx) error {
@@ -60,7 +67,7 @@ func (j *Job) Finish(ctx context.Context, outcome error, effects func(*store.Tx)
 			return err
 		}
 		if effects != nil {
-			return effects(tx)
+			return effects(ctx, tx)
 		}
 		return nil
 	})
@@ -468,7 +475,7 @@ func (q *Queue) dispatch(k *kind, j *Job) {
 	go q.run(ctx, k, j)
 }
 
-// finishTimeout bounds the recording of an attempt's outcome by the worker.
+// finishTimeout bounds the recording of an attempt's outcome (Finish).
 const finishTimeout = 30 * time.Second
 
 // run makes one attempt at j and records its outcome, unless the handler has
@@ -496,9 +503,7 @@ func (q *Queue) run(ctx context.Context, k *kind, j *Job) {
 			err = fmt.Errorf("attempt timed out after %s: %w", k.limits.Timeout, err)
 		}
 	}
-	fctx, cancelFinish := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancelFinish()
-	if ferr := j.Finish(fctx, err, nil); ferr != nil && !errors.Is(ferr, ErrLeaseLost) {
+	if ferr := j.Finish(ctx, err, nil); ferr != nil && !errors.Is(ferr, ErrLeaseLost) {
 		slog.Error("Recording a job's attempt failed; it runs again once its lease runs out",
 			"kind", k.name, "job_id", j.ID, "err", ferr)
 	}
