@@ -63,7 +63,11 @@ func benchmarkDrain(b *testing.B, db *store.DB, n, workers int) time.Duration {
 	if err := q.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	<-all
+	select {
+	case <-all:
+	case <-time.After(10 * time.Minute):
+		b.Fatalf("%d of %d jobs done after 10 minutes", done.Load(), n)
+	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	if err := q.Stop(ctx); err != nil {
