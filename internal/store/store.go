@@ -334,10 +334,17 @@ func (db *DB) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 // Tx is a transaction with the store's placeholder rewriting: a write
 // transaction (InTx), or with read set a read-only one (InReadTx).
 type Tx struct {
-	db   *DB
-	tx   *sql.Tx
-	read bool // on the read pool: the writer's prepared statements do not apply
+	db    *DB
+	tx    *sql.Tx
+	read  bool     // on the read pool: the writer's prepared statements do not apply
+	after []func() // AfterCommit's functions
 }
+
+// AfterCommit runs fn once the transaction has committed: after InTx's Sync
+// (the commit is durable), right after InTxUnsynced's commit; never when it
+// rolls back. Wake-ups for what the transaction wrote belong here: a waiter
+// woken before the commit would look, find nothing, and sleep on.
+func (t *Tx) AfterCommit(fn func()) { t.after = append(t.after, fn) }
 
 // stmt returns the writer's prepared statement for q, or nil.
 func (t *Tx) stmt(q string) *sql.Stmt {
@@ -378,10 +385,22 @@ func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 // durable when InTx returns nil (SQLite: Sync; PostgreSQL's default
 // synchronous_commit).
 func (db *DB) InTx(ctx context.Context, fn func(*Tx) error) error {
-	if err := db.InTxUnsynced(ctx, fn); err != nil {
+	var after []func()
+	err := db.InTxUnsynced(ctx, func(tx *Tx) error {
+		err := fn(tx)
+		after, tx.after = tx.after, nil // run below, once durable
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	return db.Sync()
+	if err := db.Sync(); err != nil {
+		return err
+	}
+	for _, f := range after {
+		f()
+	}
+	return nil
 }
 
 // InTxUnsynced is InTx without the wait for durability: when it returns nil the
@@ -405,13 +424,17 @@ func (db *DB) InTxUnsynced(ctx context.Context, fn func(*Tx) error) (err error) 
 			sqlTx.Rollback()
 		}
 	}()
-	if err = fn(&Tx{db: db, tx: sqlTx}); err != nil {
+	tx := &Tx{db: db, tx: sqlTx}
+	if err = fn(tx); err != nil {
 		return err
 	}
 	if err = sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	db.traceCommit()
+	for _, f := range tx.after {
+		f()
+	}
 	return nil
 }
 

@@ -147,3 +147,44 @@ func TestDialectMigrationAddsToCommon(t *testing.T) {
 		}
 	})
 }
+
+// AfterCommit's functions run once the transaction has committed, in order,
+// and never after a rollback.
+func TestAfterCommit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		var ran []string
+		rollback := errors.New("roll back")
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			tx.AfterCommit(func() { ran = append(ran, "rolled back") })
+			return rollback
+		})
+		if !errors.Is(err, rollback) {
+			t.Fatalf("InTx = %v", err)
+		}
+		for _, in := range []func(context.Context, func(*store.Tx) error) error{db.InTx, db.InTxUnsynced} {
+			id := fmt.Sprint("o", len(ran))
+			err := in(ctx, func(tx *store.Tx) error {
+				tx.AfterCommit(func() { ran = append(ran, "first") })
+				if _, err := tx.Exec(ctx, "INSERT INTO orgs (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
+					id, "org "+id, 1, 1); err != nil {
+					return err
+				}
+				tx.AfterCommit(func() {
+					var n int
+					if err := db.QueryRow(ctx, "SELECT COUNT(*) FROM orgs WHERE id = ?", id).Scan(&n); err != nil || n != 1 {
+						t.Errorf("AfterCommit ran before the commit was visible: %d rows, %v", n, err)
+					}
+					ran = append(ran, "second")
+				})
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := fmt.Sprint(ran); got != "[first second first second]" {
+			t.Fatalf("AfterCommit ran %s", got)
+		}
+	})
+}
