@@ -30,6 +30,7 @@ import (
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/httpapi"
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/sms"
@@ -66,6 +67,9 @@ type Service struct {
 	Inbox    *inbox.API
 	SMS      *sms.API
 	TOTP     *totp.Service
+	// Jobs is the durable queue of background work; features register their
+	// kinds of job with it in New, and the "jobs" worker runs them.
+	Jobs *jobs.Queue
 
 	// SMTP serves the listeners Serve is given.
 	SMTP *smtpd.Server
@@ -203,6 +207,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		s.stop, s.notifierDone = stop, pg.Done()
 	}
 	s.Ingester = inbox.NewIngester(db, s.Notifier)
+	s.Jobs = jobs.New(db, s.Notifier, jobs.Options{})
 	s.Searcher = inbox.NewSearcher(db)
 	s.Searcher.SetColumnBudget(cfg.SearchMemoryBytes)
 
@@ -247,8 +252,25 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Workers = []Worker{
 		s.every("reaper", store.ReapJob(db, "Deleted expired emails", inbox.Reap)),
 		s.every("sms-reaper", store.ReapJob(db, "Deleted expired SMS messages", sms.Reap)),
+		{Name: "jobs", Run: s.runJobs},
 	}
 	return s, nil
+}
+
+// runJobs runs the job queue's workers until ctx ends, then lets the jobs under
+// way finish for up to shutdownTimeout; those still running after it are left
+// to their leases, for another replica or the next start to take over.
+func (s *Service) runJobs(ctx context.Context) error {
+	if err := s.Jobs.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := s.Jobs.Stop(stopCtx); err != nil {
+		slog.Warn("Background jobs did not finish before shutdown", "error", err)
+	}
+	return nil
 }
 
 // every is a periodic job as a worker: run now and every ReaperInterval, by one
