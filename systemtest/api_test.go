@@ -36,6 +36,12 @@ type searchResult struct {
 
 // apiGet calls the API with the test key and decodes a 200 response into out.
 func apiGet(ctx context.Context, base, path string, query url.Values, out any) error {
+	return apiGetWith(ctx, httpClient, base, path, query, out)
+}
+
+// apiGetWith is apiGet through client: heldSearch's client answers a 307 as
+// the failure it is, where httpClient would follow it.
+func apiGetWith(ctx context.Context, client *http.Client, base, path string, query url.Values, out any) error {
 	u := base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -45,7 +51,7 @@ func apiGet(ctx context.Context, base, path string, query url.Values, out any) e
 		return err
 	}
 	req.Header.Set("X-Api-Key", testAPIKey)
-	res, err := httpClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -61,6 +67,18 @@ func apiGet(ctx context.Context, base, path string, query url.Values, out any) e
 		return fmt.Errorf("GET %s: decode: %w", path, err)
 	}
 	return nil
+}
+
+// heldSearch runs a wait=true search of the default namespace that must be
+// answered within its first hold: a 307 (the hold ended without a wake-up) is
+// an error, not a redirect to follow.
+func heldSearch(ctx context.Context, base string, query url.Values) (searchResult, error) {
+	var r searchResult
+	client := &http.Client{Transport: httpClient.Transport, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+	err := apiGetWith(ctx, client, base, "/api/emails/"+namespace+"/inbox", query, &r)
+	return r, err
 }
 
 // search runs an inbox search of the default namespace.

@@ -185,7 +185,9 @@ func heldWaitAnswered(t *testing.T, ctx context.Context, waiter, sender *server,
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	go func() {
-		r, err := search(wctx, waiter.HTTP, url.Values{"subject_includes": {m.Subject}, "wait": {"true"}})
+		// Within its first hold: mail that reached the waiter only through
+		// the 307's retry would mean the other replica's wake-up never came.
+		r, err := heldSearch(wctx, waiter.HTTP, url.Values{"subject_includes": {m.Subject}, "wait": {"true"}})
 		done <- answer{r, err, time.Now()}
 	}()
 	select {
