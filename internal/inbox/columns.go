@@ -369,18 +369,41 @@ func (c *columns) unexpired(nowMs int64) int64 {
 	return n
 }
 
-// search counts the rows matching q that expire after nowMs and returns the
-// seqs of the page's rows, newest first. The needles are folded; at least one
-// is set.
-//
-// One needle drives: it is sought in the text of all the rows at once, by its
-// byte that is rarest in that text (SIMD byte search, at memory speed between
-// occurrences; a value's first bytes are often in every row, "for user …"),
-// and each row it is found in is then checked for the rest. The last
-// offset+limit matches are kept in a ring, as the page is counted from the
-// newest.
+// search counts the rows matching q's time bounds and needles that expire
+// after nowMs and returns the seqs of the page's rows, newest first. The
+// needles are folded; at least one is set. The last offset+limit matches are
+// kept in a ring, as the page is counted from the newest.
 func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, page []int64) {
-	lo, hi := 0, c.len()
+	lo, hi := c.timeRange(q)
+	keep := max(hi-lo, 0)
+	if q.Offset < keep && q.Offset+q.Limit < keep {
+		keep = max(q.Offset+q.Limit, 1)
+	}
+	ring := make([]int64, keep)
+	c.scan(lo, hi, nowMs, subj, from, func(row int) {
+		ring[total%keep] = c.seq[row]
+		total++
+	})
+	page = make([]int64, 0, q.Limit)
+	for m := total - 1 - q.Offset; m >= 0 && m >= total-q.Offset-q.Limit; m-- {
+		page = append(page, ring[m%keep])
+	}
+	return total, page
+}
+
+// matches returns the rows matching q's time bounds and needles that expire
+// after nowMs, oldest first.
+func (c *columns) matches(q Query, nowMs int64, subj, from []byte) []int {
+	var rows []int
+	lo, hi := c.timeRange(q)
+	c.scan(lo, hi, nowMs, subj, from, func(row int) { rows = append(rows, row) })
+	return rows
+}
+
+// timeRange returns the rows lo to hi (exclusive) received within q's time
+// bounds.
+func (c *columns) timeRange(q Query) (lo, hi int) {
+	lo, hi = 0, c.len()
 	if q.FromTimestamp != nil {
 		min := *q.FromTimestamp * 1000
 		lo = sort.Search(c.len(), func(i int) bool { return c.recv[i] >= min })
@@ -389,8 +412,19 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 		max := *q.ToTimestamp*1000 + 999
 		hi = sort.Search(c.len(), func(i int) bool { return c.recv[i] > max })
 	}
+	return lo, hi
+}
+
+// scan calls match, oldest first, with each row from lo to hi (exclusive)
+// whose texts hold the needles and that expires after nowMs.
+//
+// One needle drives: it is sought in the text of all the rows at once, by its
+// byte that is rarest in that text (SIMD byte search, at memory speed between
+// occurrences; a value's first bytes are often in every row, "for user …"),
+// and each row it is found in is then checked for the rest.
+func (c *columns) scan(lo, hi int, nowMs int64, subj, from []byte, match func(row int)) {
 	if lo >= hi {
-		return 0, []int64{}
+		return
 	}
 	col, needle, other, otherNeedle := &c.subj, subj, &c.from, from
 	if len(subj) == 0 {
@@ -398,11 +432,6 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 	}
 	text, off, j := col.text, col.off, col.rarest(needle)
 	bits, otherBits := trigramBits(needle), trigramBits(otherNeedle)
-	keep := hi - lo
-	if q.Offset < keep && q.Offset+q.Limit < keep {
-		keep = max(q.Offset+q.Limit, 1)
-	}
-	ring := make([]int64, keep)
 	for first := lo; first < hi; {
 		// One block at a time: rows first to last (relative), skipped whole
 		// when the block is full and lacks one of the values' trigrams.
@@ -440,15 +469,9 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 				(otherNeedle != nil && !bytes.Contains(other.at(row), otherNeedle)) {
 				continue
 			}
-			ring[total%keep] = c.seq[row]
-			total++
+			match(row)
 		}
 	}
-	page = make([]int64, 0, q.Limit)
-	for m := total - 1 - q.Offset; m >= 0 && m >= total-q.Offset-q.Limit; m-- {
-		page = append(page, ring[m%keep])
-	}
-	return total, page
 }
 
 // columnCache holds the copies of the namespaces searched, within a budget.
@@ -757,7 +780,13 @@ func (s *Searcher) searchColumns(ctx context.Context, q Query) (res Result, ok b
 		if err != nil || !have {
 			return err
 		}
-		total, page := cols.search(q, nowMs, subj, from)
+		var total int
+		var page []int64
+		if q.ToAddrPrefix == "" {
+			total, page = cols.search(q, nowMs, subj, from)
+		} else if total, page, err = recipientPage(ctx, tx, q, &cols, cols.matches(q, nowMs, subj, from)); err != nil {
+			return err
+		}
 		res = Result{Total: total, Emails: make([]Email, 0, len(page))}
 		if len(page) == 0 {
 			ok = true
@@ -802,10 +831,57 @@ func (s *Searcher) searchColumns(ctx context.Context, q Query) (res Result, ok b
 	return res, ok, err
 }
 
+// recipientPage keeps, of a copy's rows (oldest first), those of emails with a
+// recipient that has q's to_addr_prefix, and returns their count and the seqs
+// of q's page, newest first. The prefix's range of email_recipients is read
+// when it holds no more entries than there are rows; otherwise the rows'
+// emails are looked up in it, so the cost follows the fewer of the two.
+func recipientPage(ctx context.Context, tx *store.Tx, q Query, c *columns, rows []int) (total int, page []int64, err error) {
+	page = make([]int64, 0, q.Limit)
+	if len(rows) == 0 {
+		return 0, page, nil
+	}
+	cond, args := recipientRange(q)
+	seqs, err := selectColumn[int64](ctx, tx, "SELECT r.email_seq FROM email_recipients r WHERE "+cond+" LIMIT ?",
+		append(args, len(rows)+1)...)
+	if err != nil {
+		return 0, nil, fmt.Errorf("search recipients: %w", err)
+	}
+	if len(seqs) > len(rows) {
+		emails := make([]int64, len(rows))
+		for i, r := range rows {
+			emails[i] = c.seq[r]
+		}
+		seqs = seqs[:0]
+		err = eachChunk(emails, func(part []any) error {
+			found, err := selectColumn[int64](ctx, tx, "SELECT DISTINCT r.email_seq FROM email_recipients r INDEXED BY email_recipients_email WHERE r.email_seq IN "+
+				placeholders(len(part))+" AND "+cond, append(part, args...)...)
+			seqs = append(seqs, found...)
+			return err
+		})
+		if err != nil {
+			return 0, nil, fmt.Errorf("search recipients: %w", err)
+		}
+	}
+	with := make(map[int64]bool, len(seqs))
+	for _, s := range seqs {
+		with[s] = true
+	}
+	kept := rows[:0]
+	for _, r := range rows {
+		if with[c.seq[r]] {
+			kept = append(kept, r)
+		}
+	}
+	for m := len(kept) - 1 - q.Offset; m >= 0 && m >= len(kept)-q.Offset-q.Limit; m-- {
+		page = append(page, c.seq[kept[m]])
+	}
+	return len(kept), page, nil
+}
+
 // columnSearchable reports whether the copies in memory can answer q: a
-// substring filter on SQLite, without to_addr_prefix (which the recipients'
-// index answers better).
+// substring filter on SQLite (with to_addr_prefix, the copy's matches are
+// checked against the recipients' index).
 func (s *Searcher) columnSearchable(q Query) bool {
-	return s.cols != nil && s.db.Dialect == store.SQLite && q.ToAddrPrefix == "" &&
-		(q.SubjectIncludes != "" || q.FromAddrIncludes != "")
+	return s.cols != nil && s.db.Dialect == store.SQLite && (q.SubjectIncludes != "" || q.FromAddrIncludes != "")
 }

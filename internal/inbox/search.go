@@ -146,16 +146,9 @@ func (s *Searcher) where(q Query, p searchPlan) (string, []any) {
 		args = append(args, *q.ToTimestamp*1000+999)
 	}
 	if q.ToAddrPrefix != "" {
-		// Driven from the recipients' primary key (namespace_id, addr, email_seq):
-		// a range scan over the matching addresses only.
-		p := strings.ToLower(q.ToAddrPrefix)
-		if hi, ok := prefixUpperBound(p); ok {
-			conds = append(conds, "e.seq IN (SELECT r.email_seq FROM email_recipients r WHERE r.namespace_id = ? AND r.addr >= ? AND r.addr < ?)")
-			args = append(args, q.NamespaceID, p, hi)
-		} else {
-			conds = append(conds, "e.seq IN (SELECT r.email_seq FROM email_recipients r WHERE r.namespace_id = ? AND r.addr >= ?)")
-			args = append(args, q.NamespaceID, p)
-		}
+		c, a := recipientRange(q)
+		conds = append(conds, "e.seq IN (SELECT r.email_seq FROM email_recipients r WHERE "+c+")")
+		args = append(args, a...)
 	}
 	if q.SubjectIncludes != "" {
 		c, a := s.substring("subject", q.SubjectIncludes, p)
@@ -168,6 +161,17 @@ func (s *Searcher) where(q Query, p searchPlan) (string, []any) {
 		args = append(args, a...)
 	}
 	return strings.Join(conds, " AND "), args
+}
+
+// recipientRange is the condition on email_recipients r for q's
+// to_addr_prefix: a range scan of the recipients' primary key (namespace_id,
+// addr, email_seq) over the matching addresses only.
+func recipientRange(q Query) (string, []any) {
+	p := strings.ToLower(q.ToAddrPrefix)
+	if hi, ok := prefixUpperBound(p); ok {
+		return "r.namespace_id = ? AND r.addr >= ? AND r.addr < ?", []any{q.NamespaceID, p, hi}
+	}
+	return "r.namespace_id = ? AND r.addr >= ?", []any{q.NamespaceID, p}
 }
 
 // substring matches column against a case-insensitive substring through the
