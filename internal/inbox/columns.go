@@ -18,13 +18,14 @@ import (
 // The SQLite store answers substring searches from memory: for each namespace
 // searched, a copy of the columns such a search reads (seq, received and expiry
 // times, folded subject and From address), ordered as the inbox is, with a
-// trigram index by block of 256 rows. A search reads the blocks that may hold
-// its value at about 10 ns an email: 0.6 ms to count the 12,500 matches of a
-// common phrase among 100,000 emails, where SQLite's trigram index must fetch
-// and check each match in the table (37 ms), 0.1 ms for one email. The copy is
-// made on a namespace's first substring search, brought up to date at each
-// search in the search's read transaction, and bounded in memory as a whole
-// (least recently searched namespaces are dropped first).
+// trigram index by block of 256 rows. An exact total_count must see every
+// match, and a common value has thousands: the copy checks them where they lie
+// in memory, while SQLite would fetch each from the emails table, and a search
+// reads only the blocks that may hold its value (docs/flow.md, section 6, has
+// the figures). The copy is made on a namespace's first substring search,
+// brought up to date at each search in the search's read transaction, and
+// bounded in memory as a whole (least recently searched namespaces are dropped
+// first).
 //
 // Keeping the copy exact needs no help from the writers. Emails are never
 // changed once stored, and a SQLite seq is never less than one already
@@ -55,8 +56,8 @@ const estRowBytes = 112
 // an offset and 8 bytes of trigram index per text column.
 const rowBytes = 3*8 + 2*(4+blockWords*8/blockRows)
 
-// logLoadRows is the size from which loading a namespace's copy is logged
-// (a quarter to half a second per 100,000 emails).
+// logLoadRows is the size from which loading a namespace's copy is logged: a
+// load long enough for an operator to want to see it.
 const logLoadRows = 10000
 
 // maxCatchUp is how far behind the store (in seq, across all namespaces) a copy
@@ -98,9 +99,8 @@ type textColumn struct {
 }
 
 // The trigram index's block: 256 rows, a 16,384-bit set per column (8 bytes a
-// row each). A block of subjects like "Order 0042317 password reset" sets
-// about a tenth of its bits, so a value with a few uncommon trigrams is looked
-// for in a few blocks in a hundred.
+// row each). The set is large for a block's trigrams, so that it stays sparse
+// and a value with a few uncommon trigrams is looked for in few blocks.
 const (
 	blockRows  = 256
 	blockBits  = 1 << 14
