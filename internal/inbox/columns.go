@@ -174,13 +174,13 @@ func (t *textColumn) deadText() int { return int(t.off[0]) }
 // liveText is the text of the column's rows.
 func (t *textColumn) liveText() int { return int(t.off[len(t.off)-1] - t.off[0]) }
 
-// compacted returns the column's rows in new arrays of their size, with the
-// byte counts taken again. The trigram index keeps its blocks: rows keep their
-// numbers.
+// compacted returns the column's rows in new arrays of their size, with its
+// byte frequencies counted again. The trigram index keeps its blocks: rows keep
+// their numbers.
 func (t *textColumn) compacted() textColumn {
 	start := t.off[0]
 	out := textColumn{firstBlock: t.firstBlock}
-	out.text = append([]byte(nil), t.text[start:]...)
+	out.text = append([]byte(nil), t.text[start:t.off[len(t.off)-1]]...)
 	out.off = make([]uint32, len(t.off))
 	for i, o := range t.off {
 		out.off[i] = o - start
@@ -215,8 +215,8 @@ func (t *textColumn) rarest(needle []byte) int {
 	return j
 }
 
-// bytes is the column's memory, dead rows given rows dropped since it was
-// compacted.
+// bytes is the column's memory; dead is the number of rows dropped since it
+// was compacted, whose offsets the array still holds.
 func (t *textColumn) bytes(dead int) int64 {
 	return int64(cap(t.text)) + int64(cap(t.off)+dead)*4 + int64(cap(t.blocks)+t.deadWords)*8
 }
@@ -535,7 +535,7 @@ func (cc *columnCache) publish(nsID string, e *nsColumns, cols columns) {
 		cc.used -= e.bytes
 		e.cols, e.loaded, e.bytes = columns{}, false, 0
 		n := int64(max(cols.len(), 1))
-		e.tooBigText = (int64(cols.subj.liveText()+cols.from.liveText()) + n - 1) / n
+		e.tooBigText = max((int64(cols.subj.liveText()+cols.from.liveText())+n-1)/n, 1)
 		return
 	}
 	cc.used += size - e.bytes

@@ -125,6 +125,7 @@ func BenchmarkQuotaMemory(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(selfRSS(b))/1024, "rss-MiB")
+	runtime.KeepAlive(s) // its copies are part of the heap measured
 }
 
 // selfRSS returns the process's resident memory in KiB (VmRSS).
