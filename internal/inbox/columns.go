@@ -18,13 +18,14 @@ import (
 // The SQLite store answers substring searches from memory: for each namespace
 // searched, a copy of the columns such a search reads (seq, received and expiry
 // times, folded subject and From address), ordered as the inbox is, with a
-// trigram index by block of 256 rows. A search reads the blocks that may hold
-// its value at about 10 ns an email: 0.6 ms to count the 12,500 matches of a
-// common phrase among 100,000 emails, where SQLite's trigram index must fetch
-// and check each match in the table (37 ms), 0.1 ms for one email. The copy is
-// made on a namespace's first substring search, brought up to date at each
-// search in the search's read transaction, and bounded in memory as a whole
-// (least recently searched namespaces are dropped first).
+// trigram index by block of 256 rows. An exact total_count must see every
+// match, and a common value has thousands: the copy checks them where they lie
+// in memory, while SQLite would fetch each from the emails table, and a search
+// reads only the blocks that may hold its value (docs/flow.md, section 6, has
+// the figures). The copy is made on a namespace's first substring search,
+// brought up to date at each search in the search's read transaction, and
+// bounded in memory as a whole (least recently searched namespaces are dropped
+// first).
 //
 // Keeping the copy exact needs no help from the writers. Emails are never
 // changed once stored, and a SQLite seq is never less than one already
@@ -35,16 +36,28 @@ import (
 // before the namespace's oldest email, then compares the copy's unexpired rows
 // with the namespace's count (namespace_counts, less the expired emails not yet
 // reaped): any other difference, whoever made it, makes the copy load again.
+//
+// Dropping a prefix only moves the start of the copy's arrays, so that searches
+// still reading the previous copy are not disturbed; the memory is given back
+// by compacting the copy into new arrays once the dropped rows or text outweigh
+// the live ones. A namespace held at its quota, which drops as many rows as it
+// gains, so stays within a small factor of a fresh load, and each compaction
+// copies no more than what was dropped since the last.
 
 // defaultColumnBudget is the memory the copies may take unless configured.
 const defaultColumnBudget = 128 << 20
 
 // estRowBytes estimates a row's memory with its text, to decide before loading
-// whether a namespace fits the budget.
+// whether a namespace fits the budget, until a copy of the namespace over the
+// budget has shown its own.
 const estRowBytes = 112
 
-// logLoadRows is the size from which loading a namespace's copy is logged
-// (a quarter to half a second per 100,000 emails).
+// rowBytes is a row's memory besides its text: seq, received and expiry times,
+// an offset and 8 bytes of trigram index per text column.
+const rowBytes = 3*8 + 2*(4+blockWords*8/blockRows)
+
+// logLoadRows is the size from which loading a namespace's copy is logged: a
+// load long enough for an operator to want to see it.
 const logLoadRows = 10000
 
 // maxCatchUp is how far behind the store (in seq, across all namespaces) a copy
@@ -58,6 +71,7 @@ const maxCatchUp = 10000
 type columns struct {
 	through int64 // the highest seq the store had given when the copy was last updated
 	base    int   // rows dropped before row 0 since the copy was made: row i is row base+i of the trigram index
+	dead    int   // rows dropped since the arrays were made, still in their memory
 
 	seq, recv, exp []int64 // in inbox order: received_ms, then seq
 	subj, from     textColumn
@@ -81,12 +95,12 @@ type textColumn struct {
 	// once full: until then appends set its bits.
 	firstBlock int
 	blocks     []uint64
+	deadWords  int // words of blocks dropped since the column was compacted, still in memory
 }
 
 // The trigram index's block: 256 rows, a 16,384-bit set per column (8 bytes a
-// row each). A block of subjects like "Order 0042317 password reset" sets
-// about a tenth of its bits, so a value with a few uncommon trigrams is looked
-// for in a few blocks in a hundred.
+// row each). The set is large for a block's trigrams, so that it stays sparse
+// and a value with a few uncommon trigrams is looked for in few blocks.
 const (
 	blockRows  = 256
 	blockBits  = 1 << 14
@@ -111,10 +125,15 @@ func trigramBits(s []byte) []uint32 {
 func newTextColumn() textColumn { return textColumn{off: []uint32{0}} }
 
 // add appends the text of row abs (counted as the trigram index counts),
-// folded. It fails when the text would pass what uint32 offsets can address.
-func (t *textColumn) add(s []byte, abs int) error {
+// folding it unless it is folded already. It fails when the text would pass
+// what uint32 offsets can address.
+func (t *textColumn) add(s []byte, folded bool, abs int) error {
 	n := len(t.text)
-	t.text = appendFolded(t.text, s)
+	if folded {
+		t.text = append(t.text, s...)
+	} else {
+		t.text = appendFolded(t.text, s)
+	}
 	if int64(len(t.text)) > 1<<32-1 {
 		return errTooLarge
 	}
@@ -138,13 +157,39 @@ func (t *textColumn) add(s []byte, abs int) error {
 func (t *textColumn) at(i int) []byte { return t.text[t.off[i]:t.off[i+1]] }
 
 // dropRows forgets the first k rows, base being the new first row's number.
-// The text stays; the index keeps the block that base is in.
+// Their text stays in the array until the column is compacted; the index keeps
+// the block that base is in.
 func (t *textColumn) dropRows(k, base int) {
 	t.off = t.off[k:]
 	if drop := base/blockRows - t.firstBlock; drop > 0 {
 		t.blocks = t.blocks[drop*blockWords:]
 		t.firstBlock += drop
+		t.deadWords += drop * blockWords
 	}
+}
+
+// deadText is the text of the rows dropped since the column was compacted.
+func (t *textColumn) deadText() int { return int(t.off[0]) }
+
+// liveText is the text of the column's rows.
+func (t *textColumn) liveText() int { return int(t.off[len(t.off)-1] - t.off[0]) }
+
+// compacted returns the column's rows in new arrays of their size, with its
+// byte frequencies counted again. The trigram index keeps its blocks: rows keep
+// their numbers.
+func (t *textColumn) compacted() textColumn {
+	start := t.off[0]
+	out := textColumn{firstBlock: t.firstBlock}
+	out.text = append([]byte(nil), t.text[start:t.off[len(t.off)-1]]...)
+	out.off = make([]uint32, len(t.off))
+	for i, o := range t.off {
+		out.off[i] = o - start
+	}
+	for _, b := range out.text {
+		out.freq[b]++
+	}
+	out.blocks = append([]uint64(nil), t.blocks...)
+	return out
 }
 
 // mayHold reports whether block (counted as the index counts) has every bit
@@ -170,16 +215,40 @@ func (t *textColumn) rarest(needle []byte) int {
 	return j
 }
 
-// bytes is the column's memory.
-func (t *textColumn) bytes() int64 {
-	return int64(cap(t.text)) + int64(cap(t.off))*4 + int64(cap(t.blocks))*8
+// bytes is the column's memory; dead is the number of rows dropped since it
+// was compacted, whose offsets the array still holds.
+func (t *textColumn) bytes(dead int) int64 {
+	return int64(cap(t.text)) + int64(cap(t.off)+dead)*4 + int64(cap(t.blocks)+t.deadWords)*8
 }
 
 func (c *columns) len() int { return len(c.seq) }
 
-// bytes is the copy's memory.
+// bytes is the copy's memory, with the rows dropped since it was compacted
+// (counted until then, although an append that moves an array to a larger one
+// leaves them behind sooner).
 func (c *columns) bytes() int64 {
-	return int64(cap(c.seq)+cap(c.recv)+cap(c.exp))*8 + c.subj.bytes() + c.from.bytes()
+	return int64(cap(c.seq)+cap(c.recv)+cap(c.exp)+3*c.dead)*8 + c.subj.bytes(c.dead) + c.from.bytes(c.dead)
+}
+
+// freshBytes is the memory a fresh load of the copy's rows would take.
+func (c *columns) freshBytes() int64 {
+	return loadBytes(int64(c.len()), int64(c.subj.liveText()+c.from.liveText()))
+}
+
+// loadBytes is the memory of a copy of rows rows holding text bytes of text.
+func loadBytes(rows, text int64) int64 {
+	return rows*rowBytes + text + 2*blockWords*8 // and the part-filled block
+}
+
+// compacted returns the copy in new arrays of its rows' size.
+func (c *columns) compacted() columns {
+	out := *c
+	out.dead = 0
+	out.seq = append([]int64(nil), c.seq...)
+	out.recv = append([]int64(nil), c.recv...)
+	out.exp = append([]int64(nil), c.exp...)
+	out.subj, out.from = c.subj.compacted(), c.from.compacted()
+	return out
 }
 
 // columnRow is one email's searched columns, as read from the store.
@@ -200,21 +269,21 @@ func emptyColumns(through int64) columns {
 // add appends rows, which must come after the copy's last row in inbox order.
 func (c *columns) add(rows []columnRow) error {
 	for _, r := range rows {
-		if err := c.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from)); err != nil {
+		if err := c.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from), false); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// addRow appends one row, folding its subject and From address. It fails when
-// the text would pass what a copy can address.
-func (c *columns) addRow(seq, recv, exp int64, subj, from []byte) error {
+// addRow appends one row, folding its subject and From address unless they are
+// folded already. It fails when the text would pass what a copy can address.
+func (c *columns) addRow(seq, recv, exp int64, subj, from []byte, folded bool) error {
 	abs := c.base + c.len()
-	if err := c.subj.add(subj, abs); err != nil {
+	if err := c.subj.add(subj, folded, abs); err != nil {
 		return err
 	}
-	if err := c.from.add(from, abs); err != nil {
+	if err := c.from.add(from, folded, abs); err != nil {
 		return err
 	}
 	c.seq = append(c.seq, seq)
@@ -225,7 +294,7 @@ func (c *columns) addRow(seq, recv, exp int64, subj, from []byte) error {
 
 // copyRow appends row i of src.
 func (c *columns) copyRow(src *columns, i int) error {
-	return c.addRow(src.seq[i], src.recv[i], src.exp[i], src.subj.at(i), src.from.at(i))
+	return c.addRow(src.seq[i], src.recv[i], src.exp[i], src.subj.at(i), src.from.at(i), true)
 }
 
 // appendFolded appends store.Fold(s) to dst, without a string for ASCII text.
@@ -259,7 +328,7 @@ func (c *columns) merged(rows []columnRow) (columns, error) {
 			i++
 		} else {
 			r := rows[j]
-			err = out.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from))
+			err = out.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from), false)
 			j++
 		}
 		if err != nil {
@@ -270,13 +339,22 @@ func (c *columns) merged(rows []columnRow) (columns, error) {
 }
 
 // dropBefore returns the copy without its rows before (recv, seq) in inbox
-// order. The rows share the text; only the row columns are resliced.
+// order. The arrays are resliced, and shared with c, until the rows dropped
+// outweigh the rows kept, in number or in either text; then the copy is
+// compacted into new arrays.
 func (c columns) dropBefore(recv, seq int64) columns {
 	k := sort.Search(c.len(), func(i int) bool { return c.recv[i] > recv || (c.recv[i] == recv && c.seq[i] >= seq) })
+	if k == 0 {
+		return c
+	}
 	c.seq, c.recv, c.exp = c.seq[k:], c.recv[k:], c.exp[k:]
 	c.base += k
+	c.dead += k
 	c.subj.dropRows(k, c.base)
 	c.from.dropRows(k, c.base)
+	if c.dead > c.len() || c.subj.deadText() > c.subj.liveText() || c.from.deadText() > c.from.liveText() {
+		c = c.compacted()
+	}
 	return c
 }
 
@@ -291,18 +369,41 @@ func (c *columns) unexpired(nowMs int64) int64 {
 	return n
 }
 
-// search counts the rows matching q that expire after nowMs and returns the
-// seqs of the page's rows, newest first. The needles are folded; at least one
-// is set.
-//
-// One needle drives: it is sought in the text of all the rows at once, by its
-// byte that is rarest in that text (SIMD byte search, at memory speed between
-// occurrences; a value's first bytes are often in every row, "for user …"),
-// and each row it is found in is then checked for the rest. The last
-// offset+limit matches are kept in a ring, as the page is counted from the
-// newest.
+// search counts the rows matching q's time bounds and needles that expire
+// after nowMs and returns the seqs of the page's rows, newest first. The
+// needles are folded; at least one is set. The last offset+limit matches are
+// kept in a ring, as the page is counted from the newest.
 func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, page []int64) {
-	lo, hi := 0, c.len()
+	lo, hi := c.timeRange(q)
+	keep := max(hi-lo, 0)
+	if q.Offset < keep && q.Offset+q.Limit < keep {
+		keep = max(q.Offset+q.Limit, 1)
+	}
+	ring := make([]int64, keep)
+	c.scan(lo, hi, nowMs, subj, from, func(row int) {
+		ring[total%keep] = c.seq[row]
+		total++
+	})
+	page = make([]int64, 0, q.Limit)
+	for m := total - 1 - q.Offset; m >= 0 && m >= total-q.Offset-q.Limit; m-- {
+		page = append(page, ring[m%keep])
+	}
+	return total, page
+}
+
+// matches returns the rows matching q's time bounds and needles that expire
+// after nowMs, oldest first.
+func (c *columns) matches(q Query, nowMs int64, subj, from []byte) []int {
+	var rows []int
+	lo, hi := c.timeRange(q)
+	c.scan(lo, hi, nowMs, subj, from, func(row int) { rows = append(rows, row) })
+	return rows
+}
+
+// timeRange returns the rows lo to hi (exclusive) received within q's time
+// bounds.
+func (c *columns) timeRange(q Query) (lo, hi int) {
+	lo, hi = 0, c.len()
 	if q.FromTimestamp != nil {
 		min := *q.FromTimestamp * 1000
 		lo = sort.Search(c.len(), func(i int) bool { return c.recv[i] >= min })
@@ -311,8 +412,19 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 		max := *q.ToTimestamp*1000 + 999
 		hi = sort.Search(c.len(), func(i int) bool { return c.recv[i] > max })
 	}
+	return lo, hi
+}
+
+// scan calls match, oldest first, with each row from lo to hi (exclusive)
+// whose texts hold the needles and that expires after nowMs.
+//
+// One needle drives: it is sought in the text of all the rows at once, by its
+// byte that is rarest in that text (SIMD byte search, at memory speed between
+// occurrences; a value's first bytes are often in every row, "for user …"),
+// and each row it is found in is then checked for the rest.
+func (c *columns) scan(lo, hi int, nowMs int64, subj, from []byte, match func(row int)) {
 	if lo >= hi {
-		return 0, []int64{}
+		return
 	}
 	col, needle, other, otherNeedle := &c.subj, subj, &c.from, from
 	if len(subj) == 0 {
@@ -320,11 +432,6 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 	}
 	text, off, j := col.text, col.off, col.rarest(needle)
 	bits, otherBits := trigramBits(needle), trigramBits(otherNeedle)
-	keep := hi - lo
-	if q.Offset < keep && q.Offset+q.Limit < keep {
-		keep = max(q.Offset+q.Limit, 1)
-	}
-	ring := make([]int64, keep)
 	for first := lo; first < hi; {
 		// One block at a time: rows first to last (relative), skipped whole
 		// when the block is full and lacks one of the values' trigrams.
@@ -362,15 +469,9 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 				(otherNeedle != nil && !bytes.Contains(other.at(row), otherNeedle)) {
 				continue
 			}
-			ring[total%keep] = c.seq[row]
-			total++
+			match(row)
 		}
 	}
-	page = make([]int64, 0, q.Limit)
-	for m := total - 1 - q.Offset; m >= 0 && m >= total-q.Offset-q.Limit; m-- {
-		page = append(page, ring[m%keep])
-	}
-	return total, page
 }
 
 // columnCache holds the copies of the namespaces searched, within a budget.
@@ -393,7 +494,10 @@ type nsColumns struct {
 	loaded  bool
 	bytes   int64
 	lastUse uint64
-	tooBig  int64 // rows of a copy that was over the budget: not loaded again at this size
+	// The text bytes a row of the namespace held when its copy was over the
+	// budget (0 if it never was): a namespace is loaded again only once a
+	// fresh load at this rate fits.
+	tooBigText int64
 }
 
 func newColumnCache(budget int64) *columnCache {
@@ -416,10 +520,10 @@ func (cc *columnCache) entry(nsID string) *nsColumns {
 
 // publish makes cols the namespace's copy and drops the least recently
 // searched copies until the cache is within its budget. A copy larger than the
-// whole budget is not kept, and the namespace is searched in SQLite until it
-// holds fewer emails. Nor is a copy kept whose entry was dropped meanwhile;
-// the search that made it uses it all the same, as it is exact for its
-// snapshot.
+// whole budget is not kept (the caller has compacted one that a fresh load
+// would fit), and the namespace is searched in SQLite until a fresh load of it
+// would fit. Nor is a copy kept whose entry was dropped meanwhile; the search
+// that made it uses it all the same, as it is exact for its snapshot.
 func (cc *columnCache) publish(nsID string, e *nsColumns, cols columns) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -430,11 +534,12 @@ func (cc *columnCache) publish(nsID string, e *nsColumns, cols columns) {
 	if size > cc.budget {
 		cc.used -= e.bytes
 		e.cols, e.loaded, e.bytes = columns{}, false, 0
-		e.tooBig = int64(cols.len())
+		n := int64(max(cols.len(), 1))
+		e.tooBigText = max((int64(cols.subj.liveText()+cols.from.liveText())+n-1)/n, 1)
 		return
 	}
 	cc.used += size - e.bytes
-	e.cols, e.loaded, e.bytes, e.tooBig = cols, true, size, 0
+	e.cols, e.loaded, e.bytes, e.tooBigText = cols, true, size, 0
 	for cc.used > cc.budget {
 		var victim string
 		var oldest uint64
@@ -464,12 +569,22 @@ func (cc *columnCache) drop(nsID string) {
 	}
 }
 
-// tooBig returns the size at which the namespace's copy was over the budget,
-// or 0.
-func (cc *columnCache) tooBig(e *nsColumns) int64 {
+// fits reports whether a fresh load of the namespace's want rows would fit the
+// budget, at its text's rate if a copy of it was ever over the budget, else at
+// estRowBytes a row. A namespace that does not fit loses its copy.
+func (cc *columnCache) fits(e *nsColumns, want int64) bool {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return e.tooBig
+	size := want * estRowBytes
+	if e.tooBigText > 0 {
+		size = loadBytes(want, want*e.tooBigText)
+	}
+	if size <= cc.budget {
+		return true
+	}
+	cc.used -= e.bytes
+	e.cols, e.loaded, e.bytes = columns{}, false, 0
+	return false
 }
 
 // current returns the namespace's copy, if one is loaded.
@@ -516,11 +631,7 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 	if err != nil {
 		return columns{}, false, fmt.Errorf("size of namespace: %w", err)
 	}
-	if want*estRowBytes > cc.budget {
-		cc.drop(nsID)
-		return columns{}, false, nil
-	}
-	if big := cc.tooBig(e); big > 0 && want >= big {
+	if !cc.fits(e, want) {
 		return columns{}, false, nil
 	}
 
@@ -555,6 +666,9 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 				"bytes", cols.bytes(), "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
+	if cols.bytes() > cc.budget && cols.freshBytes() <= cc.budget {
+		cols = cols.compacted()
+	}
 	cc.publish(nsID, e, cols)
 	return cols, true, nil
 }
@@ -579,7 +693,7 @@ func loadColumns(ctx context.Context, tx *store.Tx, nsID string, through, want, 
 		if err := rows.Scan(&seq, &recv, &exp, &subj, &from); err != nil {
 			return columns{}, fmt.Errorf("load namespace for search: %w", err)
 		}
-		if err := cols.addRow(seq, recv, exp, subj, from); err != nil {
+		if err := cols.addRow(seq, recv, exp, subj, from, false); err != nil {
 			return columns{}, errTooLarge
 		}
 	}
@@ -666,7 +780,13 @@ func (s *Searcher) searchColumns(ctx context.Context, q Query) (res Result, ok b
 		if err != nil || !have {
 			return err
 		}
-		total, page := cols.search(q, nowMs, subj, from)
+		var total int
+		var page []int64
+		if q.ToAddrPrefix == "" {
+			total, page = cols.search(q, nowMs, subj, from)
+		} else if total, page, err = recipientPage(ctx, tx, q, &cols, cols.matches(q, nowMs, subj, from)); err != nil {
+			return err
+		}
 		res = Result{Total: total, Emails: make([]Email, 0, len(page))}
 		if len(page) == 0 {
 			ok = true
@@ -711,10 +831,57 @@ func (s *Searcher) searchColumns(ctx context.Context, q Query) (res Result, ok b
 	return res, ok, err
 }
 
+// recipientPage keeps, of a copy's rows (oldest first), those of emails with a
+// recipient that has q's to_addr_prefix, and returns their count and the seqs
+// of q's page, newest first. The prefix's range of email_recipients is read
+// when it holds no more entries than there are rows; otherwise the rows'
+// emails are looked up in it, so the cost follows the fewer of the two.
+func recipientPage(ctx context.Context, tx *store.Tx, q Query, c *columns, rows []int) (total int, page []int64, err error) {
+	page = make([]int64, 0, q.Limit)
+	if len(rows) == 0 {
+		return 0, page, nil
+	}
+	cond, args := recipientRange(q)
+	seqs, err := selectColumn[int64](ctx, tx, "SELECT r.email_seq FROM email_recipients r WHERE "+cond+" LIMIT ?",
+		append(args, len(rows)+1)...)
+	if err != nil {
+		return 0, nil, fmt.Errorf("search recipients: %w", err)
+	}
+	if len(seqs) > len(rows) {
+		emails := make([]int64, len(rows))
+		for i, r := range rows {
+			emails[i] = c.seq[r]
+		}
+		seqs = seqs[:0]
+		err = eachChunk(emails, func(part []any) error {
+			found, err := selectColumn[int64](ctx, tx, "SELECT DISTINCT r.email_seq FROM email_recipients r INDEXED BY email_recipients_email WHERE r.email_seq IN "+
+				placeholders(len(part))+" AND "+cond, append(part, args...)...)
+			seqs = append(seqs, found...)
+			return err
+		})
+		if err != nil {
+			return 0, nil, fmt.Errorf("search recipients: %w", err)
+		}
+	}
+	with := make(map[int64]bool, len(seqs))
+	for _, s := range seqs {
+		with[s] = true
+	}
+	kept := rows[:0]
+	for _, r := range rows {
+		if with[c.seq[r]] {
+			kept = append(kept, r)
+		}
+	}
+	for m := len(kept) - 1 - q.Offset; m >= 0 && m >= len(kept)-q.Offset-q.Limit; m-- {
+		page = append(page, c.seq[kept[m]])
+	}
+	return len(kept), page, nil
+}
+
 // columnSearchable reports whether the copies in memory can answer q: a
-// substring filter on SQLite, without to_addr_prefix (which the recipients'
-// index answers better).
+// substring filter on SQLite (with to_addr_prefix, the copy's matches are
+// checked against the recipients' index).
 func (s *Searcher) columnSearchable(q Query) bool {
-	return s.cols != nil && s.db.Dialect == store.SQLite && q.ToAddrPrefix == "" &&
-		(q.SubjectIncludes != "" || q.FromAddrIncludes != "")
+	return s.cols != nil && s.db.Dialect == store.SQLite && (q.SubjectIncludes != "" || q.FromAddrIncludes != "")
 }

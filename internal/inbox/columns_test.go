@@ -45,7 +45,8 @@ func newColumnFixture(t *testing.T) *columnFixture {
 	return f
 }
 
-// insert writes one email into namespace ns received at recv.
+// insert writes one email into namespace ns received at recv, to u<n mod
+// 5>@x.test and, for every third, team<n mod 4>@y.test too.
 func (f *columnFixture) insert(ns int, recv, exp int64, subject, from string) {
 	f.t.Helper()
 	ctx := context.Background()
@@ -53,10 +54,20 @@ func (f *columnFixture) insert(ns int, recv, exp int64, subject, from string) {
 	err := f.db.InTx(ctx, func(tx *store.Tx) error {
 		doc := fmt.Sprintf(`{"id":"e%d","from":{"address":%q},"to":[],"subject":%q,"received_date":"","received_timestamp":0,"expires_timestamp":0}`,
 			f.nextID, from, subject)
-		if _, err := tx.Exec(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc)
-			VALUES (?, ?, ?, ?, ?, ?, 1, '127.0.0.1', 'test', ?, ?)`,
-			fmt.Sprintf("e%d", f.nextID), f.ns[ns].ID, recv, exp, from, subject, from, doc); err != nil {
+		var seq int64
+		if err := tx.QueryRow(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc)
+			VALUES (?, ?, ?, ?, ?, ?, 1, '127.0.0.1', 'test', ?, ?) RETURNING seq`,
+			fmt.Sprintf("e%d", f.nextID), f.ns[ns].ID, recv, exp, from, subject, from, doc).Scan(&seq); err != nil {
 			return err
+		}
+		rcpts := []string{fmt.Sprintf("u%d@x.test", f.nextID%5)}
+		if f.nextID%3 == 0 {
+			rcpts = append(rcpts, fmt.Sprintf("team%d@y.test", f.nextID%4))
+		}
+		for _, r := range rcpts {
+			if _, err := tx.Exec(ctx, "INSERT INTO email_recipients (namespace_id, addr, email_seq) VALUES (?, ?, ?)", f.ns[ns].ID, r, seq); err != nil {
+				return err
+			}
 		}
 		return addCounts(ctx, tx, 0, map[string]int64{f.ns[ns].ID: 1})
 	})
@@ -109,7 +120,9 @@ func (f *columnFixture) loaded(ns int) bool {
 // finds, whatever happens to the namespace between them: new emails (some
 // received before ones already copied, some in the other namespace), the
 // quota's deletions, the reaper's, deletions of any other email, time passing
-// past expiries, and every filter the copies serve.
+// past expiries, and every filter the copies serve, to_addr_prefix with a
+// substring among them (through the recipients' range, or the matches looked
+// up one by one, whichever is fewer).
 func TestColumnsAgreeWithSQLite(t *testing.T) {
 	f := newColumnFixture(t)
 	rng := rand.New(rand.NewSource(1))
@@ -161,6 +174,9 @@ func TestColumnsAgreeWithSQLite(t *testing.T) {
 			to := (base + int64(rng.Intn(int(recv-base+1)))) / 1000
 			q.ToTimestamp = &to
 		}
+		if rng.Intn(3) == 0 {
+			q.ToAddrPrefix = []string{"u", "U1@", "team", "TEAM3@", "u4@x.test", "zz", "\xff"}[rng.Intn(7)]
+		}
 		f.compare(q)
 	}
 	if !f.loaded(0) {
@@ -201,8 +217,37 @@ func TestColumnBudget(t *testing.T) {
 	}
 }
 
-// A copy follows new emails, the quota's deletions and the reaper's without
-// loading the namespace again; any other deletion makes it load again.
+// A namespace whose rows hold more text than estRowBytes allows for is judged
+// by what its copy took: once over the budget it is not loaded again at that
+// size, and it is loaded again once a fresh load of it would fit.
+func TestColumnBudgetByBytes(t *testing.T) {
+	f := newColumnFixture(t)
+	long := strings.Repeat("long subject ", 30) // 390 bytes a row
+	for i := 0; i < 300; i++ {
+		f.nowMs++
+		f.insert(0, f.nowMs, f.nowMs+3_600_000, fmt.Sprintf("%s%d", long, i), "a@example.com")
+	}
+	f.copies.SetColumnBudget(64 << 10) // 300 rows at estRowBytes fit; at 390 bytes, 150 do
+	q := Query{NamespaceID: f.ns[0].ID, Limit: 5, SubjectIncludes: "subject 2"}
+	step := func(what string, wantLoads int, wantLoaded bool) {
+		t.Helper()
+		f.compare(q)
+		if got := f.copies.cols.loads; got != wantLoads || f.loaded(0) != wantLoaded {
+			t.Fatalf("after %s: loaded %d times, copy kept %v; want %d, %v", what, got, f.loaded(0), wantLoads, wantLoaded)
+		}
+	}
+	step("the first search", 1, false)
+	step("the second search", 1, false)
+	ctx := context.Background()
+	if err := f.db.InTx(ctx, func(tx *store.Tx) error { return enforceQuota(ctx, tx, f.ns[0].ID, 100, f.nowMs) }); err != nil {
+		t.Fatal(err)
+	}
+	step("the quota", 2, true)
+}
+
+// A copy follows new emails, the quota's deletions (compacting the copy once
+// they outweigh what is left) and the reaper's without loading the namespace
+// again; any other deletion makes it load again.
 func TestColumnsCatchUpWithoutLoading(t *testing.T) {
 	f := newColumnFixture(t)
 	q := Query{NamespaceID: f.ns[0].ID, Limit: 5, SubjectIncludes: "reset"}
@@ -237,8 +282,21 @@ func TestColumnsCatchUpWithoutLoading(t *testing.T) {
 		t.Fatalf("reaped %d, %v", n, err)
 	}
 	step("the reaper", 10, 1)
+	copied := func() columns { return f.copies.cols.ns[f.ns[0].ID].cols }
+	if c := copied(); c.dead == 0 || c.subj.deadText() == 0 {
+		t.Fatalf("after the reaper: %d rows and %d bytes of subjects dropped, want some of each left in the arrays", c.dead, c.subj.deadText())
+	}
+	if err := f.db.InTx(ctx, func(tx *store.Tx) error { return enforceQuota(ctx, tx, f.ns[0].ID, 4, f.nowMs) }); err != nil {
+		t.Fatal(err)
+	}
+	step("a quota that drops most of the rows", 4, 1)
+	if c := copied(); c.dead != 0 || c.subj.deadText() != 0 || c.from.deadText() != 0 || len(c.subj.text) != c.subj.liveText() {
+		t.Fatalf("after the quota dropped most rows: %d rows and %d bytes of subjects dropped still held, want the copy compacted", c.dead, c.subj.deadText())
+	}
+	add(520, 3_600_000) // past two blocks of the trigram index, counted on from before
+	step("new emails after compacting", 264, 1)
 	f.deleteWhere("SELECT seq, id FROM emails WHERE namespace_id = ? ORDER BY seq DESC LIMIT 1 OFFSET 3", f.ns[0].ID)
-	step("another deletion", 9, 2)
+	step("another deletion", 263, 2)
 }
 
 // columns.search finds what a row-by-row check finds, on short rows over a
@@ -387,4 +445,88 @@ func checkSearch(t *testing.T, c *columns, rows []columnRow, q Query, subj, from
 	if total != len(want) || fmt.Sprint(page) != fmt.Sprint(wantPage) {
 		t.Fatalf("%d rows, subject %q, from %q, %+v: got %d %v, want %d %v", len(rows), subj, from, q, total, page, len(want), wantPage)
 	}
+}
+
+// A namespace held at its quota (2,000 emails, 500 arriving between searches)
+// keeps one copy, caught up at each search, whose memory stays within a small
+// factor of a fresh load's however many rounds pass: the quota's deletions are
+// given back, not only skipped. Under a 1 MiB budget that both namespaces' fresh
+// copies fit in, the namespace is always searched from memory, and the other
+// namespace's copy is never evicted for it.
+func TestColumnsAtQuotaStayBounded(t *testing.T) {
+	const (
+		quota   = 2000
+		arrive  = 500
+		rounds  = 24
+		budget  = 1 << 20
+		maxGrow = 3 // the copy's bytes, against a fresh load's
+	)
+	f := newColumnFixture(t)
+	f.copies.SetColumnBudget(budget)
+	ctx := context.Background()
+	ttl := int64(24 * 3_600_000)
+	arrivals := func(n int) {
+		t.Helper()
+		err := f.db.InTx(ctx, func(tx *store.Tx) error {
+			for i := 0; i < n; i++ {
+				f.nextID++
+				f.nowMs++
+				subject := fmt.Sprintf("Order %07d password reset for user%d@example.com", f.nextID, f.nextID%500)
+				from := fmt.Sprintf("sender%d@example%d.com", f.nextID%97, f.nextID%13)
+				doc := fmt.Sprintf(`{"id":"e%d","from":{"address":%q},"to":[],"subject":%q,"received_date":"","received_timestamp":0,"expires_timestamp":0}`,
+					f.nextID, from, subject)
+				if _, err := tx.Exec(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc)
+					VALUES (?, ?, ?, ?, ?, ?, 1, '127.0.0.1', 'test', ?, ?)`,
+					fmt.Sprintf("e%d", f.nextID), f.ns[0].ID, f.nowMs, f.nowMs+ttl, from, subject, from, doc); err != nil {
+					return err
+				}
+			}
+			if err := addCounts(ctx, tx, 0, map[string]int64{f.ns[0].ID: int64(n)}); err != nil {
+				return err
+			}
+			return enforceQuota(ctx, tx, f.ns[0].ID, quota, f.nowMs)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		f.insert(1, f.nowMs, f.nowMs+ttl, fmt.Sprintf("Welcome %d", i), "b@example.com")
+	}
+	arrivals(quota)
+	q := Query{NamespaceID: f.ns[0].ID, Limit: 10, SubjectIncludes: "password reset for user7@"}
+	var largest, freshest int64
+	other := Query{NamespaceID: f.ns[1].ID, Limit: 10, SubjectIncludes: "welcome"}
+	for round := 0; round < rounds; round++ {
+		if round > 0 {
+			arrivals(arrive)
+		}
+		f.compare(q)
+		f.compare(other)
+		if !f.loaded(0) || !f.loaded(1) {
+			t.Fatalf("round %d: namespace at its quota in memory %v, other namespace %v; want both", round, f.loaded(0), f.loaded(1))
+		}
+		var fresh columns
+		err := f.db.InReadTx(ctx, func(tx *store.Tx) error {
+			var err error
+			fresh, err = loadColumns(ctx, tx, f.ns[0].ID, 0, quota, f.nowMs)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := f.copies.cols.ns[f.ns[0].ID]
+		if e.cols.len() != quota {
+			t.Fatalf("round %d: copy of %d rows, want %d", round, e.cols.len(), quota)
+		}
+		if got, want := e.cols.bytes(), fresh.bytes(); got > maxGrow*want {
+			t.Fatalf("round %d: copy of %d bytes, a fresh load %d: over %d times", round, got, want, maxGrow)
+		} else if got > largest {
+			largest, freshest = got, want
+		}
+		if n := f.copies.cols.loads; n != 2 {
+			t.Fatalf("round %d: namespaces loaded %d times, want once each (caught up, never evicted)", round, n)
+		}
+	}
+	t.Logf("largest copy %d bytes, where a fresh load took %d", largest, freshest)
 }

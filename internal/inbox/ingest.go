@@ -419,7 +419,6 @@ func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) (stored 
 		var nsIDs []string
 		added := map[string]int64{}
 		rawIDs := map[*messageBytes]int64{} // one raw source per delivery
-		last := int64(-1)
 		insert := func(reqs []*batchReq) error {
 			blobs := map[string]*blob{}
 			for _, req := range reqs {
@@ -438,11 +437,9 @@ func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) (stored 
 			}
 			for _, req := range reqs {
 				for _, r := range req.rows {
-					seq, err := insertRow(ctx, tx, r, rawIDs)
-					if err != nil {
+					if _, err := insertRow(ctx, tx, r, rawIDs); err != nil {
 						return err
 					}
-					last = seq
 				}
 			}
 			return nil
@@ -460,9 +457,6 @@ func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) (stored 
 					return err
 				}
 			}
-		}
-		if err := catchUpIndex(ctx, tx, last, false); err != nil {
-			return err
 		}
 		if err := addCounts(ctx, tx, shard, added); err != nil {
 			return err

@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/catchbox/catchbox/internal/store"
 )
@@ -38,50 +35,24 @@ const (
 	MaxFilterRunes = 998
 )
 
-// minTrigram is the shortest substring the trigram indexes can serve; shorter
-// ones are matched by scanning the namespace's rows.
-const minTrigram = 3
-
 // Searcher runs inbox searches.
 type Searcher struct {
 	db  *store.DB
 	now func() time.Time
-	// scanLimit is the namespace size up to which a substring filter is
-	// matched row by row rather than through the trigram index (SQLite).
-	scanLimit int64
-
-	// phrases remembers needsPhrase's recent answers, by column and value, so
-	// that a search repeated while it waits for its email does not sample the
-	// index each time. The answer only chooses a plan: a stale one costs time,
-	// never a wrong result.
-	phrasesMu sync.Mutex
-	phrases   map[string]phraseChoice
 
 	// cols holds namespaces' searched columns in memory (SQLite), nil when
 	// disabled (see columns.go).
 	cols *columnCache
 }
 
-// phraseChoice is one needsPhrase answer and when it was sampled.
-type phraseChoice struct {
-	need bool
-	at   time.Time
-}
-
-// How long and how many needsPhrase answers are kept.
-const (
-	phraseTTL     = 30 * time.Second
-	maxPhraseKeys = 1024
-)
-
 // NewSearcher returns a searcher over db.
 func NewSearcher(db *store.DB) *Searcher {
-	return &Searcher{db: db, now: time.Now, scanLimit: driveThreshold, cols: newColumnCache(defaultColumnBudget)}
+	return &Searcher{db: db, now: time.Now, cols: newColumnCache(defaultColumnBudget)}
 }
 
 // SetColumnBudget sets the memory, in bytes, that substring searches on SQLite
 // may keep namespaces' columns in (columns.go); 0 turns the copies off, and
-// every search then runs in SQLite.
+// every substring search then checks the namespace's rows one by one in SQLite.
 func (s *Searcher) SetColumnBudget(bytes int64) {
 	s.cols = nil
 	if bytes > 0 {
@@ -92,18 +63,13 @@ func (s *Searcher) SetColumnBudget(bytes int64) {
 // SetClock replaces the clock (tests).
 func (s *Searcher) SetClock(now func() time.Time) { s.now = now }
 
-// ftsPhrase quotes s as an FTS5 phrase (double quotes doubled).
-func ftsPhrase(s string) string {
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
-
 // where builds the shared WHERE clause of the page and count queries.
 //
 // With p.drive set (SQLite only), the namespace and expiry terms are written so
 // that SQLite cannot use an index for them (a unary +): the plan then starts from
-// the filter's subquery and fetches the few matching rows by seq, instead of
-// walking every index entry of the namespace and probing the subquery for each.
-// With p.scan set, substring filters are checked on each row of the namespace.
+// the to_addr_prefix subquery and fetches the few matching rows by seq, instead
+// of walking every index entry of the namespace and probing the subquery for
+// each.
 func (s *Searcher) where(q Query, p searchPlan) (string, []any) {
 	drive := p.drive
 	now := s.now().UnixMilli()
@@ -127,34 +93,39 @@ func (s *Searcher) where(q Query, p searchPlan) (string, []any) {
 		args = append(args, *q.ToTimestamp*1000+999)
 	}
 	if q.ToAddrPrefix != "" {
-		// Driven from the recipients' primary key (namespace_id, addr, email_seq):
-		// a range scan over the matching addresses only.
-		p := strings.ToLower(q.ToAddrPrefix)
-		if hi, ok := store.PrefixUpperBound(p); ok {
-			conds = append(conds, "e.seq IN (SELECT r.email_seq FROM email_recipients r WHERE r.namespace_id = ? AND r.addr >= ? AND r.addr < ?)")
-			args = append(args, q.NamespaceID, p, hi)
-		} else {
-			conds = append(conds, "e.seq IN (SELECT r.email_seq FROM email_recipients r WHERE r.namespace_id = ? AND r.addr >= ?)")
-			args = append(args, q.NamespaceID, p)
-		}
+		c, a := recipientRange(q)
+		conds = append(conds, "e.seq IN (SELECT r.email_seq FROM email_recipients r WHERE "+c+")")
+		args = append(args, a...)
 	}
 	if q.SubjectIncludes != "" {
-		c, a := s.substring("subject", q.SubjectIncludes, p)
+		c, a := s.substring("subject", q.SubjectIncludes)
 		conds = append(conds, c)
 		args = append(args, a...)
 	}
 	if q.FromAddrIncludes != "" {
-		c, a := s.substring("from_addr", q.FromAddrIncludes, p)
+		c, a := s.substring("from_addr", q.FromAddrIncludes)
 		conds = append(conds, c)
 		args = append(args, a...)
 	}
 	return strings.Join(conds, " AND "), args
 }
 
-// substring matches column against a case-insensitive substring through the
-// trigram index of the store (FTS5 on SQLite, pg_trgm on PostgreSQL), or on
-// SQLite with scan set, row by row.
-func (s *Searcher) substring(column, needle string, p searchPlan) (string, []any) {
+// recipientRange is the condition on email_recipients r for q's
+// to_addr_prefix: a range scan of the recipients' primary key (namespace_id,
+// addr, email_seq) over the matching addresses only.
+func recipientRange(q Query) (string, []any) {
+	p := strings.ToLower(q.ToAddrPrefix)
+	if hi, ok := store.PrefixUpperBound(p); ok {
+		return "r.namespace_id = ? AND r.addr >= ? AND r.addr < ?", []any{q.NamespaceID, p, hi}
+	}
+	return "r.namespace_id = ? AND r.addr >= ?", []any{q.NamespaceID, p}
+}
+
+// substring matches column against a case-insensitive substring: through
+// pg_trgm's trigram index on PostgreSQL, and on SQLite, which answers most
+// substring searches from the namespace's copy in memory (columns.go), row by
+// row, with the copy's folding.
+func (s *Searcher) substring(column, needle string) (string, []any) {
 	lower := store.Fold(needle)
 	if s.db.Dialect == store.Postgres {
 		like := "%" + store.EscapeLike(lower) + "%"
@@ -163,106 +134,7 @@ func (s *Searcher) substring(column, needle string, p searchPlan) (string, []any
 		}
 		return `e.from_addr LIKE ? ESCAPE '\'`, []any{like}
 	}
-	query, ok := ftsQuery(lower, p.phrase[column])
-	if p.scan || !ok {
-		// Row by row, with the folding the index's candidates are checked
-		// with below.
-		return "instr(fold(e." + column + "), ?) > 0", []any{lower}
-	}
-	// The index proposes candidates (ftsQuery) and each is checked for the whole
-	// substring on its row, with the folding the trigram tokenizer applies. The
-	// newest emails, not yet in the index (at most searchIndexLag of them), are
-	// all candidates.
-	return "e.seq IN (SELECT rowid FROM emails_fts WHERE emails_fts MATCH ?" +
-			" UNION ALL SELECT seq FROM emails WHERE seq > (SELECT indexed_seq FROM search_index_state WHERE id = 1))" +
-			" AND instr(fold(e." + column + "), ?) > 0",
-		[]any{column + ": (" + query + ")", lower}
-}
-
-// ftsQuery returns the FTS5 query whose matches include every row containing
-// needle: the needle's words of at least three characters, each as a phrase,
-// joined by AND, and with phrase set the whole needle as a phrase after them;
-// the whole needle alone when it is one word or no word is that long. ok is
-// false when the index cannot serve the needle: under three characters, or a
-// NUL with no long word beside it (FTS5 reads its query up to the first NUL).
-//
-// FTS5 reads a phrase's trigrams in step, so the whole needle alone, with one
-// word that every subject holds ("Order"), reads that word's whole posting
-// list: 3.8 ms for one match among 100,000 subjects that all hold "for user",
-// against 0.23 ms for the words, where the rarest leads the AND. The row check
-// in substring makes the answer exact. The phrase after the words pays only
-// where the words are common and the needle is not (see needsPhrase).
-func ftsQuery(needle string, phrase bool) (query string, ok bool) {
-	words := ftsWords(needle)
-	switch {
-	case len(words) > 0 && phrase && !singleWord(needle, words):
-		return strings.Join(words, " AND ") + " AND " + ftsPhrase(needle), true
-	case len(words) > 0:
-		return strings.Join(words, " AND "), true
-	case utf8.RuneCountInString(needle) < minTrigram || strings.ContainsRune(needle, 0):
-		return "", false
-	}
-	return ftsPhrase(needle), true
-}
-
-// ftsWords returns needle's words of at least three characters as FTS5 phrases.
-func ftsWords(needle string) []string {
-	var words []string
-	for _, w := range strings.FieldsFunc(needle, func(r rune) bool { return r == 0 || unicode.IsSpace(r) }) {
-		if utf8.RuneCountInString(w) >= minTrigram {
-			words = append(words, ftsPhrase(w))
-		}
-	}
-	return words
-}
-
-// singleWord reports whether needle is its one word, so that the phrase adds
-// nothing to it (or, holding a NUL, cannot be written at all).
-func singleWord(needle string, words []string) bool {
-	return strings.ContainsRune(needle, 0) || (len(words) == 1 && words[0] == ftsPhrase(needle))
-}
-
-// phraseSample is how many of the index's candidates for a value's words
-// needsPhrase checks.
-const phraseSample = 200
-
-// needsPhrase reports whether a value's FTS5 query should hold the whole value
-// after its words: when the words alone find at least phraseSample rows (in
-// any namespace) and fewer than half of those hold the value. Then the words
-// are common and the value is not ("user for" among subjects that all say
-// "for user"), and the phrase keeps FTS5 from proposing every row to the row
-// check: 16 ms instead of 100 ms over 100,000 such subjects. Where the words
-// are rare, or most rows holding them hold the value too, the phrase would
-// only cost (12.5 % of 100,000 subjects: 36 ms with it, 31 ms without).
-func (s *Searcher) needsPhrase(ctx context.Context, column, needle string) (bool, error) {
-	lower := store.Fold(needle)
-	words := ftsWords(lower)
-	if len(words) == 0 || singleWord(lower, words) {
-		return false, nil
-	}
-	key := column + "\x00" + lower
-	now := s.now()
-	s.phrasesMu.Lock()
-	c, ok := s.phrases[key]
-	s.phrasesMu.Unlock()
-	if ok && now.Sub(c.at) < phraseTTL {
-		return c.need, nil
-	}
-	var n, hits int
-	err := s.db.QueryRow(ctx, `SELECT COUNT(*), COALESCE(SUM(instr(fold(e.`+column+`), ?) > 0), 0)
-		FROM (SELECT rowid FROM emails_fts WHERE emails_fts MATCH ? LIMIT ?) c CROSS JOIN emails e ON e.seq = c.rowid`,
-		lower, column+": ("+strings.Join(words, " AND ")+")", phraseSample).Scan(&n, &hits)
-	if err != nil {
-		return false, fmt.Errorf("sample the search index: %w", err)
-	}
-	need := n >= phraseSample && 2*hits < n
-	s.phrasesMu.Lock()
-	if len(s.phrases) >= maxPhraseKeys || s.phrases == nil {
-		s.phrases = map[string]phraseChoice{}
-	}
-	s.phrases[key] = phraseChoice{need, now}
-	s.phrasesMu.Unlock()
-	return need, nil
+	return "instr(fold(e." + column + "), ?) > 0", []any{lower}
 }
 
 // unfiltered reports whether q selects the whole namespace.
@@ -271,87 +143,16 @@ func unfiltered(q Query) bool {
 		q.FromAddrIncludes == "" && q.SubjectIncludes == ""
 }
 
-// driveThreshold is the namespace size above which a substring search on SQLite
-// starts from the trigram index rather than from the namespace's rows.
-const driveThreshold = 5000
-
 // searchPlan is how a SQLite search finds its rows (see where).
 type searchPlan struct {
-	drive  bool            // start from the filters' subqueries, not the namespace's rows
-	scan   bool            // check substring filters row by row, without the trigram index
-	phrase map[string]bool // by column: the FTS5 query holds the whole value (needsPhrase)
+	drive bool // start from the to_addr_prefix subquery, not the namespace's rows
 }
 
-// plan decides, on SQLite, how the search finds its rows. A to_addr_prefix
-// subquery is bounded by the namespace, so it always leads. The trigram index
-// spans every namespace: in a namespace large enough that walking its rows
-// costs more than the index's candidates, the substring subquery leads; in a
-// smaller one the index is not used at all, since SQLite would gather every
-// match of every namespace to probe it (half a second for a common phrase over
-// a million emails), while checking each of the namespace's rows takes about a
-// microsecond.
-func (s *Searcher) plan(ctx context.Context, q Query) (searchPlan, error) {
-	if s.db.Dialect != store.SQLite {
-		return searchPlan{}, nil // PostgreSQL plans from its statistics
-	}
-	p := searchPlan{drive: q.ToAddrPrefix != ""}
-	long := func(f string) bool { _, ok := ftsQuery(store.Fold(f), false); return ok } // the index can serve it
-	if !long(q.SubjectIncludes) && !long(q.FromAddrIncludes) {
-		return p, nil
-	}
-	var n int64
-	if err := s.db.QueryRow(ctx, "SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?", q.NamespaceID).Scan(&n); err != nil {
-		return p, fmt.Errorf("size of namespace: %w", err)
-	}
-	if n <= s.scanLimit {
-		p.scan = true
-		return p, nil
-	}
-	p.drive = true
-	p.phrase = map[string]bool{}
-	for column, value := range map[string]string{"subject": q.SubjectIncludes, "from_addr": q.FromAddrIncludes} {
-		if !long(value) {
-			continue
-		}
-		need, err := s.needsPhrase(ctx, column, value)
-		if err != nil {
-			return p, err
-		}
-		p.phrase[column] = need
-	}
-	return p, nil
-}
-
-// searchIndexLag is how many emails the SQLite FTS5 index may lag behind the
-// newest. Adding emails to FTS5 writes a new index segment and now and then
-// merges segments, a cost per statement rather than per email; done once per
-// searchIndexLag emails it is a small share of ingest, and a substring search
-// reads at most that many emails past the index one by one (Searcher.substring).
-const searchIndexLag = 256
-
-// catchUpIndex adds the emails up to seq last to the SQLite FTS5 index once the
-// index lags by searchIndexLag emails, or whenever force is set. It runs in the
-// writer's transaction, so the index and search_index_state move together.
-// PostgreSQL's trigram indexes update with each row and need nothing.
-func catchUpIndex(ctx context.Context, tx *store.Tx, last int64, force bool) error {
-	if tx.Dialect() != store.SQLite || last < 0 {
-		return nil
-	}
-	var indexed int64
-	if err := tx.QueryRow(ctx, "SELECT indexed_seq FROM search_index_state WHERE id = 1").Scan(&indexed); err != nil {
-		return fmt.Errorf("read search index position: %w", err)
-	}
-	if last <= indexed || (!force && last-indexed < searchIndexLag) {
-		return nil
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO emails_fts (rowid, subject, from_addr)
-		SELECT seq, subject, from_addr FROM emails WHERE seq > ? AND seq <= ?`, indexed, last); err != nil {
-		return fmt.Errorf("index emails for search: %w", err)
-	}
-	if _, err := tx.Exec(ctx, "UPDATE search_index_state SET indexed_seq = ? WHERE id = 1", last); err != nil {
-		return fmt.Errorf("record search index position: %w", err)
-	}
-	return nil
+// plan decides, on SQLite, how the search finds its rows: a to_addr_prefix
+// subquery is bounded by the namespace, so it always leads. SQLite has no
+// statistics for these shapes; PostgreSQL plans from its own.
+func (s *Searcher) plan(q Query) searchPlan {
+	return searchPlan{drive: s.db.Dialect == store.SQLite && q.ToAddrPrefix != ""}
 }
 
 // Search returns one page of matching emails, newest first, and the total count.
@@ -363,11 +164,7 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 			return res, err
 		}
 	}
-	p, err := s.plan(ctx, q)
-	if err != nil {
-		return Result{}, err
-	}
-	where, args := s.where(q, p)
+	where, args := s.where(q, s.plan(q))
 	if !unfiltered(q) {
 		return s.searchFiltered(ctx, q, where, args)
 	}
@@ -376,7 +173,7 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 	// deleted yet are taken off; the reaper's emails_expiry index holds them at
 	// its start, so they are found without a walk of the namespace.
 	var res Result
-	err = s.db.QueryRow(ctx, "SELECT "+liveCount(s.db.Dialect), q.NamespaceID, s.now().UnixMilli(), q.NamespaceID).Scan(&res.Total)
+	err := s.db.QueryRow(ctx, "SELECT "+liveCount(s.db.Dialect), q.NamespaceID, s.now().UnixMilli(), q.NamespaceID).Scan(&res.Total)
 	if err != nil {
 		return Result{}, fmt.Errorf("count emails: %w", err)
 	}

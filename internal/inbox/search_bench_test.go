@@ -64,28 +64,24 @@ func seedSearch(b *testing.B, db *store.DB, n int) tenant.Namespace {
 			b.Fatal(err)
 		}
 	}
-	// What the ingester maintains as it commits: the counts and, on SQLite, the
-	// substring index.
+	// What the ingester maintains as it commits: the counts.
 	if _, err := db.Exec(ctx, "INSERT INTO namespace_counts (namespace_id, shard, emails) SELECT namespace_id, 0, COUNT(*) FROM emails GROUP BY namespace_id"); err != nil {
 		b.Fatal(err)
 	}
-	if db.Dialect == store.SQLite {
-		if _, err := db.Exec(ctx, "INSERT INTO emails_fts (rowid, subject, from_addr) SELECT seq, subject, from_addr FROM emails"); err != nil {
+	if db.Dialect == store.Postgres {
+		if _, err := db.Exec(ctx, "ANALYZE"); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := db.Exec(ctx, "UPDATE search_index_state SET indexed_seq = (SELECT MAX(seq) FROM emails)"); err != nil {
-			b.Fatal(err)
-		}
-	} else if _, err := db.Exec(ctx, "ANALYZE"); err != nil {
-		b.Fatal(err)
 	}
 	return ns
 }
 
 // BenchmarkSearch measures the first page (limit 10, with its total_count) of
 // inbox searches over one namespace of 100,000 emails, on both stores, and on
-// SQLite without the in-memory copies too. Besides ns/op it reports p50 and p99
-// in milliseconds. Each query runs once untimed first, which loads the copy.
+// SQLite without the in-memory copies too (substrings checked row by row, as
+// in a namespace over the copies' budget). Besides ns/op it reports p50 and
+// p99 in milliseconds. Each query runs once untimed first, which loads the
+// copy.
 func BenchmarkSearch(b *testing.B) {
 	n := searchBenchEmails()
 	for _, st := range []struct {
@@ -116,6 +112,9 @@ func BenchmarkSearch(b *testing.B) {
 				{"to_addr_prefix=one", inbox.Query{ToAddrPrefix: "user42-4242@"}},
 				{"to_addr_prefix=200", inbox.Query{ToAddrPrefix: "user42-"}},
 				{"from_addr_includes=1%", inbox.Query{FromAddrIncludes: "sender5@"}},
+				{"to_addr_prefix=200,subject_includes=12.5%", inbox.Query{ToAddrPrefix: "user42-", SubjectIncludes: "your invoice"}},
+				{"to_addr_prefix=all,subject_includes=one", inbox.Query{ToAddrPrefix: "user", SubjectIncludes: fmt.Sprintf("%08x", scramble(4242))}},
+				{"to_addr_prefix=all,subject_includes=12.5%", inbox.Query{ToAddrPrefix: "user", SubjectIncludes: "verify your"}},
 			} {
 				q := c.q
 				q.NamespaceID, q.Limit = ns.ID, 10

@@ -532,11 +532,11 @@ func (db *DB) Every(ctx context.Context, job string, interval time.Duration, fn 
 }
 
 // Fold is the case folding of substring search: each character's lower case,
-// except U+0130 (İ, capital I with a dot), which stays as it is. The FTS5
-// trigram tokenizer folds with Unicode's case folding, which has no one-letter
-// mapping for İ and leaves it, while Go's lower case makes it "i"; keeping it
-// makes both agree, so an email is found or not the same way whether the
-// search reads it through the index or row by row (inbox.Searcher).
+// except U+0130 (İ, capital I with a dot), which stays as it is, as it did in
+// SQLite's FTS5 trigram index that searches once read (Unicode's case folding
+// has no one-letter mapping for it; Go's lower case makes it "i"). The copies
+// in memory and the row-by-row search both fold with it, so an email is found
+// or not the same way whichever answers (inbox.Searcher).
 func Fold(s string) string {
 	if !strings.ContainsRune(s, 'İ') {
 		return strings.ToLower(s) // its ASCII fast path
