@@ -40,10 +40,9 @@ func NewRouter(d Deps) http.Handler {
 	r.NotFound(d.Limits.byAddr(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, httpx.Errorf(http.StatusNotFound, "route_not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})).ServeHTTP)
-	r.MethodNotAllowed(d.Limits.byAddr(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteError(w, r, httpx.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", r.Method, r.URL.Path))
-	})).ServeHTTP)
-	routes(r, d)
+	words := &pathWords{root: r}
+	r.MethodNotAllowed(d.Limits.byAddr(http.HandlerFunc(words.answer)).ServeHTTP)
+	routes(r.With(words.guard), d)
 	return r
 }
 
