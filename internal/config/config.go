@@ -55,6 +55,9 @@ type Serve struct {
 	SMTPMaxConnections  int           `name:"smtp-max-connections" env:"CATCHBOX_SMTP_MAX_CONNECTIONS" default:"500" help:"Most SMTP connections open at once; more are answered 421."`
 	SMTPIdleTimeout     time.Duration `name:"smtp-idle-timeout" env:"CATCHBOX_SMTP_IDLE_TIMEOUT" default:"60s" help:"An SMTP connection idle this long is closed."`
 	SMTPMaxCommands     int           `name:"smtp-max-commands" env:"CATCHBOX_SMTP_MAX_COMMANDS" default:"20000" help:"Most commands on one SMTP connection before it is closed (a message takes three or more)."`
+	SMTPMaxConnsPerIP   int           `name:"smtp-max-connections-per-ip" env:"CATCHBOX_SMTP_MAX_CONNECTIONS_PER_IP" default:"100" help:"Most SMTP connections open at once from one client address (IPv6: one /64); more are answered 421."`
+	SMTPAuthFailures    int           `name:"smtp-auth-failures" env:"CATCHBOX_SMTP_AUTH_FAILURES" default:"10" help:"Failed SMTP AUTH attempts one client address may make before AUTH from it is refused (421, and the connection closed)."`
+	SMTPAuthLockout     time.Duration `name:"smtp-auth-lockout" env:"CATCHBOX_SMTP_AUTH_LOCKOUT" default:"1m" help:"Once an address has used up its failed SMTP AUTH attempts, it regains one attempt per this period."`
 
 	RateLimitKey      float64 `name:"rate-limit-key" env:"CATCHBOX_RATE_LIMIT_KEY" default:"200" help:"HTTP requests per second one API key may make, sustained (0: no limit); more are answered 429."`
 	RateLimitKeyBurst int     `name:"rate-limit-key-burst" env:"CATCHBOX_RATE_LIMIT_KEY_BURST" default:"1000" help:"HTTP requests one API key may make at once, above its rate."`
@@ -81,7 +84,7 @@ func (c *Serve) Validate() error {
 	if c.SMTPMaxMessageBytes < 1024 {
 		return fmt.Errorf("smtp-max-message-bytes must be at least 1024")
 	}
-	if c.SMTPMaxRecipients < 1 || c.SMTPMaxConnections < 1 || c.SMTPMaxCommands < 10 {
+	if c.SMTPMaxRecipients < 1 || c.SMTPMaxConnections < 1 || c.SMTPMaxCommands < 10 || c.SMTPMaxConnsPerIP < 1 {
 		return fmt.Errorf("smtp limits must be positive")
 	}
 	if err := c.validateRateLimits(); err != nil {
@@ -109,7 +112,7 @@ func (c *Serve) Validate() error {
 	return nil
 }
 
-// validateRateLimits checks the request limits: a rate is a finite
+// validateRateLimits checks the request and AUTH limits: a rate is a finite
 // number, 0 or more (0 turns the limit off), a burst at least 1, and every
 // trusted proxy an address or a CIDR range.
 func (c *Serve) validateRateLimits() error {
@@ -128,6 +131,9 @@ func (c *Serve) validateRateLimits() error {
 		if r.burst < 1 {
 			return fmt.Errorf("%s's burst must be at least 1", r.name)
 		}
+	}
+	if c.SMTPAuthFailures < 1 || c.SMTPAuthLockout <= 0 {
+		return fmt.Errorf("smtp-auth-failures must be at least 1, and smtp-auth-lockout positive")
 	}
 	if _, err := c.TrustedProxyPrefixes(); err != nil {
 		return err

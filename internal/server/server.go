@@ -252,6 +252,9 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		MaxConnections:  cfg.SMTPMaxConnections,
 		IdleTimeout:     cfg.SMTPIdleTimeout,
 		MaxCommands:     cfg.SMTPMaxCommands,
+		MaxConnsPerIP:   cfg.SMTPMaxConnsPerIP,
+		AuthFailures:    cfg.SMTPAuthFailures,
+		AuthLockout:     cfg.SMTPAuthLockout,
 		TLSConfig:       tlsConfig,
 		RequireTLS:      cfg.SMTPRequireTLS,
 	}, s.Tenants, s.Ingester)
