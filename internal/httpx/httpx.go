@@ -266,6 +266,58 @@ func (q *Query) OptInt(name string, min, max int64) *int64 {
 	return &n
 }
 
+// OptSeconds returns the parameter, Unix seconds with an optional decimal
+// fraction (1795579364 or 1795579364.5), in Unix milliseconds: nil when
+// absent; digits past the third decimal are dropped, since times are stored
+// and compared at millisecond precision (contract section 4). whole reports
+// that the value is a whole number of seconds. It must lie in [0, max]
+// seconds. Only plain decimal notation is read: a sign, an exponent (1.7e9),
+// NaN, Infinity or a bare "5." is refused, since no client writes a Unix time
+// that way except by mistake.
+func (q *Query) OptSeconds(name string, max int64) (ms *int64, whole bool) {
+	if !q.Has(name) {
+		return nil, false
+	}
+	raw := strings.TrimSpace(q.r.URL.Query().Get(name))
+	outOfRange := fmt.Sprintf("must be between 0 and %d", max)
+	digits, frac, dotted := strings.Cut(strings.TrimPrefix(raw, "-"), ".")
+	if !isDigits(digits) || (dotted && !isDigits(frac)) {
+		q.fail(name, "must be a number of seconds such as 1795579364 or 1795579364.5")
+		return nil, false
+	}
+	secs, err := strconv.ParseInt(digits, 10, 64)
+	whole = strings.Trim(frac, "0") == ""
+	if err != nil || secs > max || (secs == max && !whole) || (raw[0] == '-' && (secs > 0 || !whole)) {
+		q.fail(name, outOfRange)
+		return nil, false
+	}
+	m, _ := strconv.Atoi((frac + "000")[:3])
+	v := secs*1000 + int64(m)
+	return &v, whole
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Seconds writes Unix milliseconds as a JSON number of seconds, with the
+// fraction only when there is one: 1795579364, 1795579364.5.
+func Seconds(ms int64) json.Number {
+	s := strconv.FormatInt(ms/1000, 10)
+	if f := ms % 1000; f != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%03d", f), "0")
+	}
+	return json.Number(s)
+}
+
 // Bool returns the boolean parameter: true/false/1/0 (contract section 4).
 func (q *Query) Bool(name string) (value, present bool) {
 	if !q.Has(name) {

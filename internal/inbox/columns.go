@@ -304,11 +304,11 @@ func (c *columns) unexpired(nowMs int64) int64 {
 func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, page []int64) {
 	lo, hi := 0, c.len()
 	if q.FromTimestamp != nil {
-		min := *q.FromTimestamp * 1000
+		min := *q.FromTimestamp
 		lo = sort.Search(c.len(), func(i int) bool { return c.recv[i] >= min })
 	}
 	if q.ToTimestamp != nil {
-		max := *q.ToTimestamp*1000 + 999
+		max := *q.ToTimestamp
 		hi = sort.Search(c.len(), func(i int) bool { return c.recv[i] > max })
 	}
 	if lo >= hi {
