@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -174,25 +176,42 @@ func DecodeJSON(r *http.Request, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return Invalid(te.Field, "must be of type "+jsonTypeName(te.Type.Kind().String()))
+			return Invalid(te.Field, TypeDetail(te))
 		}
 		return Errorf(http.StatusBadRequest, "invalid_json", "request body is not a valid JSON object")
 	}
 	return nil
 }
 
-func jsonTypeName(kind string) string {
-	switch {
-	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"), strings.HasPrefix(kind, "float"):
-		return "number"
-	case kind == "bool":
-		return "boolean"
-	case kind == "slice":
-		return "array"
-	case kind == "struct", kind == "map":
-		return "object"
+// TypeDetail says what a body field that JSON could not decode must be, in
+// the words of the API rather than Go's: an integer field given 3600.5 or
+// "an hour" "must be an integer", one given a whole number too large for it
+// "is out of range", one given 3600.0 or 1e3 that it must be written as an
+// integer; other fields "must be a number", "a string", "a boolean",
+// "an array" or "an object".
+func TypeDetail(te *json.UnmarshalTypeError) string {
+	switch kind := te.Type.Kind(); {
+	case kind >= reflect.Int && kind <= reflect.Uint64:
+		lit, isNumber := strings.CutPrefix(te.Value, "number ")
+		if isNumber && isDigits(strings.TrimPrefix(lit, "-")) {
+			return "is out of range"
+		}
+		if f, err := strconv.ParseFloat(lit, 64); isNumber && err == nil && f == math.Trunc(f) {
+			return "must be an integer written without a decimal point or exponent"
+		}
+		return "must be an integer"
+	case kind == reflect.Float32 || kind == reflect.Float64:
+		return "must be a number"
+	case kind == reflect.String:
+		return "must be a string"
+	case kind == reflect.Bool:
+		return "must be a boolean"
+	case kind == reflect.Slice || kind == reflect.Array:
+		return "must be an array"
+	case kind == reflect.Struct || kind == reflect.Map:
+		return "must be an object"
 	}
-	return kind
+	return "has the wrong type"
 }
 
 // Query parses query parameters, collecting one FieldError per bad parameter so a
