@@ -59,10 +59,10 @@ type Serve struct {
 	SMTPAuthFailures    int           `name:"smtp-auth-failures" env:"CATCHBOX_SMTP_AUTH_FAILURES" default:"10" help:"Failed SMTP AUTH attempts one client address may make before AUTH from it is refused (421, and the connection closed)."`
 	SMTPAuthLockout     time.Duration `name:"smtp-auth-lockout" env:"CATCHBOX_SMTP_AUTH_LOCKOUT" default:"1m" help:"Once an address has used up its failed SMTP AUTH attempts, it regains one attempt per this period."`
 
-	RateLimitKey      float64 `name:"rate-limit-key" env:"CATCHBOX_RATE_LIMIT_KEY" default:"200" help:"HTTP requests per second one API key may make, sustained (0: no limit); more are answered 429."`
-	RateLimitKeyBurst int     `name:"rate-limit-key-burst" env:"CATCHBOX_RATE_LIMIT_KEY_BURST" default:"1000" help:"HTTP requests one API key may make at once, above its rate."`
-	RateLimitIP       float64 `name:"rate-limit-ip" env:"CATCHBOX_RATE_LIMIT_IP" default:"200" help:"HTTP requests per second without an API key (downloads, webhook, health) one client address may make (0: no limit)."`
-	RateLimitIPBurst  int     `name:"rate-limit-ip-burst" env:"CATCHBOX_RATE_LIMIT_IP_BURST" default:"1000" help:"HTTP requests without an API key one client address may make at once, above its rate."`
+	RateLimitKey      float64 `name:"rate-limit-key" env:"CATCHBOX_RATE_LIMIT_KEY" default:"1000" help:"HTTP requests per second one API key may make, sustained (0: no limit); more are answered 429."`
+	RateLimitKeyBurst int     `name:"rate-limit-key-burst" env:"CATCHBOX_RATE_LIMIT_KEY_BURST" default:"2000" help:"HTTP requests one API key may make at once, above its rate."`
+	RateLimitIP       float64 `name:"rate-limit-ip" env:"CATCHBOX_RATE_LIMIT_IP" default:"1000" help:"HTTP requests per second without an API key (downloads, webhook, health) one client address may make (0: no limit)."`
+	RateLimitIPBurst  int     `name:"rate-limit-ip-burst" env:"CATCHBOX_RATE_LIMIT_IP_BURST" default:"2000" help:"HTTP requests without an API key one client address may make at once, above its rate."`
 	AuthFailureLimit  float64 `name:"auth-failure-limit" env:"CATCHBOX_AUTH_FAILURE_LIMIT" default:"1" help:"Failed API-key attempts per second one client address may make, sustained (0: no limit); past them every keyed request from it is answered 429."`
 	AuthFailureBurst  int     `name:"auth-failure-burst" env:"CATCHBOX_AUTH_FAILURE_BURST" default:"20" help:"Failed API-key attempts one client address may make at once, above its rate."`
 	TrustedProxies    string  `name:"trusted-proxies" env:"CATCHBOX_TRUSTED_PROXIES" help:"Addresses or CIDR ranges of reverse proxies, comma separated, whose X-Forwarded-For names the client address of the request limits (default: none; the connection's address is the client's)."`
