@@ -6,7 +6,9 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"reflect"
@@ -53,6 +55,17 @@ type Serve struct {
 	SMTPMaxConnections  int           `name:"smtp-max-connections" env:"CATCHBOX_SMTP_MAX_CONNECTIONS" default:"500" help:"Most SMTP connections open at once; more are answered 421."`
 	SMTPIdleTimeout     time.Duration `name:"smtp-idle-timeout" env:"CATCHBOX_SMTP_IDLE_TIMEOUT" default:"60s" help:"An SMTP connection idle this long is closed."`
 	SMTPMaxCommands     int           `name:"smtp-max-commands" env:"CATCHBOX_SMTP_MAX_COMMANDS" default:"20000" help:"Most commands on one SMTP connection before it is closed (a message takes three or more)."`
+	SMTPMaxConnsPerIP   int           `name:"smtp-max-connections-per-ip" env:"CATCHBOX_SMTP_MAX_CONNECTIONS_PER_IP" default:"100" help:"Most SMTP connections open at once from one client address (IPv6: one /64); more are answered 421."`
+	SMTPAuthFailures    int           `name:"smtp-auth-failures" env:"CATCHBOX_SMTP_AUTH_FAILURES" default:"10" help:"Failed SMTP AUTH attempts one client address may make before AUTH from it is refused (421, and the connection closed)."`
+	SMTPAuthLockout     time.Duration `name:"smtp-auth-lockout" env:"CATCHBOX_SMTP_AUTH_LOCKOUT" default:"1m" help:"Once an address has used up its failed SMTP AUTH attempts, it regains one attempt per this period."`
+
+	RateLimitKey      float64 `name:"rate-limit-key" env:"CATCHBOX_RATE_LIMIT_KEY" default:"1000" help:"HTTP requests per second one API key may make, sustained (0: no limit); more are answered 429."`
+	RateLimitKeyBurst int     `name:"rate-limit-key-burst" env:"CATCHBOX_RATE_LIMIT_KEY_BURST" default:"2000" help:"HTTP requests one API key may make at once, above its rate."`
+	RateLimitIP       float64 `name:"rate-limit-ip" env:"CATCHBOX_RATE_LIMIT_IP" default:"1000" help:"HTTP requests per second without an API key (downloads, webhook, health) one client address may make (0: no limit)."`
+	RateLimitIPBurst  int     `name:"rate-limit-ip-burst" env:"CATCHBOX_RATE_LIMIT_IP_BURST" default:"2000" help:"HTTP requests without an API key one client address may make at once, above its rate."`
+	AuthFailureLimit  float64 `name:"auth-failure-limit" env:"CATCHBOX_AUTH_FAILURE_LIMIT" default:"1" help:"Failed API-key attempts per second one client address may make, sustained (0: no limit); past them every keyed request from it is answered 429."`
+	AuthFailureBurst  int     `name:"auth-failure-burst" env:"CATCHBOX_AUTH_FAILURE_BURST" default:"20" help:"Failed API-key attempts one client address may make at once, above its rate."`
+	TrustedProxies    string  `name:"trusted-proxies" env:"CATCHBOX_TRUSTED_PROXIES" help:"Addresses or CIDR ranges of reverse proxies, comma separated, whose X-Forwarded-For names the client address of the request limits (default: none; the connection's address is the client's)."`
 
 	RetentionMax      time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention_time a namespace may set."`
 	SearchMemoryBytes int64         `name:"search-memory-bytes" env:"CATCHBOX_SEARCH_MEMORY_BYTES" default:"134217728" help:"SQLite: memory for the columns substring searches read, kept per namespace searched (0: search in SQLite only)."`
@@ -71,8 +84,11 @@ func (c *Serve) Validate() error {
 	if c.SMTPMaxMessageBytes < 1024 {
 		return fmt.Errorf("smtp-max-message-bytes must be at least 1024")
 	}
-	if c.SMTPMaxRecipients < 1 || c.SMTPMaxConnections < 1 || c.SMTPMaxCommands < 10 {
+	if c.SMTPMaxRecipients < 1 || c.SMTPMaxConnections < 1 || c.SMTPMaxCommands < 10 || c.SMTPMaxConnsPerIP < 1 {
 		return fmt.Errorf("smtp limits must be positive")
+	}
+	if err := c.validateRateLimits(); err != nil {
+		return err
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return fmt.Errorf("tls-cert and tls-key must be set together")
@@ -94,6 +110,56 @@ func (c *Serve) Validate() error {
 	}
 	c.MailDomain = strings.ToLower(strings.TrimSuffix(c.MailDomain, "."))
 	return nil
+}
+
+// validateRateLimits checks the request and AUTH limits: a rate is a finite
+// number, 0 or more (0 turns the limit off), a burst at least 1, and every
+// trusted proxy an address or a CIDR range.
+func (c *Serve) validateRateLimits() error {
+	for _, r := range []struct {
+		name  string
+		rate  float64
+		burst int
+	}{
+		{"rate-limit-key", c.RateLimitKey, c.RateLimitKeyBurst},
+		{"rate-limit-ip", c.RateLimitIP, c.RateLimitIPBurst},
+		{"auth-failure-limit", c.AuthFailureLimit, c.AuthFailureBurst},
+	} {
+		if r.rate < 0 || math.IsNaN(r.rate) || math.IsInf(r.rate, 0) {
+			return fmt.Errorf("%s must be a number of requests per second, 0 or more", r.name)
+		}
+		if r.burst < 1 {
+			return fmt.Errorf("%s's burst must be at least 1", r.name)
+		}
+	}
+	if c.SMTPAuthFailures < 1 || c.SMTPAuthLockout <= 0 {
+		return fmt.Errorf("smtp-auth-failures must be at least 1, and smtp-auth-lockout positive")
+	}
+	if _, err := c.TrustedProxyPrefixes(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// TrustedProxyPrefixes parses TrustedProxies: each entry an address (a range
+// of one) or a CIDR range.
+func (c *Serve) TrustedProxyPrefixes() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(c.TrustedProxies, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("trusted-proxies: %q is neither an address nor a CIDR range", s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // SMTPAddrs splits the comma separated SMTP listen addresses.
@@ -169,6 +235,10 @@ func setDefaults(v reflect.Value) {
 			var n int64
 			n, err = strconv.ParseInt(def, 10, 64)
 			f.SetInt(n)
+		case f.Kind() == reflect.Float64:
+			var x float64
+			x, err = strconv.ParseFloat(def, 64)
+			f.SetFloat(x)
 		case f.Kind() == reflect.Bool:
 			var b bool
 			b, err = strconv.ParseBool(def)

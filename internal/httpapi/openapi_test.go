@@ -508,6 +508,7 @@ func TestOpenAPIConformance(t *testing.T) {
 			{method: "GET", path: "/api/emails/DEFAULT/inbox?limit=1&offset=1&from_timestamp=0&to_timestamp=1099511627776&to_addr_prefix=ARCHIVE&from_addr_includes=SHOP&subject_includes=voice&wait=1",
 				route: search, key: key, status: 200},
 			{method: "GET", path: "/api/emails/default/inbox?subject_includes=&to_addr_prefix=&wait=false", route: search, key: key, status: 200},
+			{method: "GET", path: "/api/emails/default/inbox?from_timestamp=1795579364.5&to_timestamp=1099511627775.999", route: search, key: key, status: 200},
 			{method: "GET", path: "/api/emails/default/inbox?to_addr_prefix=mary&wait=true", route: search, key: key, status: 200},
 			{method: "GET", path: "/api/emails/default/inbox?subject_includes=nothing+matches&wait=true", route: search, key: key, status: 307},
 			{method: "GET", path: "/api/emails/default/inbox?limit=21&offset=-1&from_timestamp=x&wait=yes", route: search, key: key, status: 400, code: "invalid_parameter"},

@@ -1,7 +1,7 @@
 // Package httpapi wires the HTTP API: every route in one function, and the
 // middleware every request passes through (request id, panic recovery, body
-// limit, API-key authentication). The handlers themselves live with their domain
-// packages.
+// limit, request limits, API-key authentication). The handlers themselves live
+// with their domain packages.
 package httpapi
 
 import (
@@ -28,6 +28,8 @@ type Deps struct {
 	SMS          *sms.API
 	TOTP         *totp.Service
 	SMTPEndpoint tenant.SMTPEndpoint
+	// Limits are the request limits of the groups; nil limits nothing.
+	Limits *Limits
 }
 
 // NewRouter returns the HTTP handler of the whole API: the middleware every
@@ -35,38 +37,39 @@ type Deps struct {
 func NewRouter(d Deps) http.Handler {
 	r := chi.NewRouter()
 	r.Use(requestID, recoverPanics, limitBody)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+	r.NotFound(d.Limits.byAddr(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, httpx.Errorf(http.StatusNotFound, "route_not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteError(w, r, httpx.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", r.Method, r.URL.Path))
-	})
-	routes(r, d)
+	})).ServeHTTP)
+	words := &pathWords{root: r}
+	r.MethodNotAllowed(d.Limits.byAddr(http.HandlerFunc(words.answer)).ServeHTTP)
+	routes(r.With(words.guard), d)
 	return r
 }
 
 // routes is the route table: every endpoint of the API, grouped by what
 // authenticates a request. The handlers live with their domain packages. A new
 // endpoint is one line in its group; a new kind of credential (the dashboard's
-// user sessions) is a new group with its middleware.
+// user sessions) is a new group with its middleware. Requests without a
+// credential of their own are limited per client address, keyed ones per key
+// (Limits).
 func routes(r chi.Router, d Deps) {
 	// No credential.
-	open := group{r}
+	open := group{r.With(d.Limits.byAddr)}
 	open.get("/healthz", healthHandler)
 	open.get("/api/openapi.yaml", openAPIHandler)
 
 	// Signed links: the signature in the URL is the credential, so clients can
 	// fetch a download_url bare.
-	signed := group{r}
+	signed := group{r.With(d.Limits.byAddr)}
 	signed.get("/download/attachments/{id}", d.Inbox.DownloadAttachmentHandler)
 	signed.get("/download/raw/{id}", d.Inbox.DownloadRawHandler)
 
 	// Provider webhooks: the provider's signature of the request is the credential.
-	webhook := group{r}
+	webhook := group{r.With(d.Limits.byAddr)}
 	webhook.post(sms.TwilioWebhookPath, d.SMS.TwilioInboundHandler)
 
 	// X-Api-Key: every handler acts for the key's organisation (tenant.OrgFrom).
-	key := group{r.With(d.Tenants.RequireKey)}
+	key := group{r.With(d.Limits.guardAuth, d.Tenants.RequireKey, d.Limits.byKey)}
 	key.get("/api/test", d.Tenants.TestKeyHandler)
 	key.get("/api/namespaces", d.Tenants.ListNamespacesHandler)
 	key.post("/api/namespace/{namespace}/settings", d.Tenants.UpsertSettingsHandler)

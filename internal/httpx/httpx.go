@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -174,25 +176,42 @@ func DecodeJSON(r *http.Request, v any) error {
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return Invalid(te.Field, "must be of type "+jsonTypeName(te.Type.Kind().String()))
+			return Invalid(te.Field, TypeDetail(te))
 		}
 		return Errorf(http.StatusBadRequest, "invalid_json", "request body is not a valid JSON object")
 	}
 	return nil
 }
 
-func jsonTypeName(kind string) string {
-	switch {
-	case strings.HasPrefix(kind, "int"), strings.HasPrefix(kind, "uint"), strings.HasPrefix(kind, "float"):
-		return "number"
-	case kind == "bool":
-		return "boolean"
-	case kind == "slice":
-		return "array"
-	case kind == "struct", kind == "map":
-		return "object"
+// TypeDetail says what a body field that JSON could not decode must be, in
+// the words of the API rather than Go's: an integer field given 3600.5 or
+// "an hour" "must be an integer", one given a whole number too large for it
+// "is out of range", one given 3600.0 or 1e3 that it must be written as an
+// integer; other fields "must be a number", "a string", "a boolean",
+// "an array" or "an object".
+func TypeDetail(te *json.UnmarshalTypeError) string {
+	switch kind := te.Type.Kind(); {
+	case kind >= reflect.Int && kind <= reflect.Uint64:
+		lit, isNumber := strings.CutPrefix(te.Value, "number ")
+		if isNumber && isDigits(strings.TrimPrefix(lit, "-")) {
+			return "is out of range"
+		}
+		if f, err := strconv.ParseFloat(lit, 64); isNumber && err == nil && f == math.Trunc(f) {
+			return "must be an integer written without a decimal point or exponent"
+		}
+		return "must be an integer"
+	case kind == reflect.Float32 || kind == reflect.Float64:
+		return "must be a number"
+	case kind == reflect.String:
+		return "must be a string"
+	case kind == reflect.Bool:
+		return "must be a boolean"
+	case kind == reflect.Slice || kind == reflect.Array:
+		return "must be an array"
+	case kind == reflect.Struct || kind == reflect.Map:
+		return "must be an object"
 	}
-	return kind
+	return "has the wrong type"
 }
 
 // Query parses query parameters, collecting one FieldError per bad parameter so a
@@ -264,6 +283,58 @@ func (q *Query) OptInt(name string, min, max int64) *int64 {
 		return nil
 	}
 	return &n
+}
+
+// OptSeconds returns the parameter, Unix seconds with an optional decimal
+// fraction (1795579364 or 1795579364.5), in Unix milliseconds: nil when
+// absent; digits past the third decimal are dropped, since times are stored
+// and compared at millisecond precision (contract section 4). whole reports
+// that the value is a whole number of seconds. It must lie in [0, max]
+// seconds. Only plain decimal notation is read: a sign, an exponent (1.7e9),
+// NaN, Infinity or a bare "5." is refused, since no client writes a Unix time
+// that way except by mistake.
+func (q *Query) OptSeconds(name string, max int64) (ms *int64, whole bool) {
+	if !q.Has(name) {
+		return nil, false
+	}
+	raw := strings.TrimSpace(q.r.URL.Query().Get(name))
+	outOfRange := fmt.Sprintf("must be between 0 and %d", max)
+	digits, frac, dotted := strings.Cut(strings.TrimPrefix(raw, "-"), ".")
+	if !isDigits(digits) || (dotted && !isDigits(frac)) {
+		q.fail(name, "must be a number of seconds such as 1795579364 or 1795579364.5")
+		return nil, false
+	}
+	secs, err := strconv.ParseInt(digits, 10, 64)
+	whole = strings.Trim(frac, "0") == ""
+	if err != nil || secs > max || (secs == max && !whole) || (raw[0] == '-' && (secs > 0 || !whole)) {
+		q.fail(name, outOfRange)
+		return nil, false
+	}
+	m, _ := strconv.Atoi((frac + "000")[:3])
+	v := secs*1000 + int64(m)
+	return &v, whole
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Seconds writes Unix milliseconds as a JSON number of seconds, with the
+// fraction only when there is one: 1795579364, 1795579364.5.
+func Seconds(ms int64) json.Number {
+	s := strconv.FormatInt(ms/1000, 10)
+	if f := ms % 1000; f != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%03d", f), "0")
+	}
+	return json.Number(s)
 }
 
 // Bool returns the boolean parameter: true/false/1/0 (contract section 4).

@@ -405,11 +405,11 @@ func (c *columns) matches(q Query, nowMs int64, subj, from []byte) []int {
 func (c *columns) timeRange(q Query) (lo, hi int) {
 	lo, hi = 0, c.len()
 	if q.FromTimestamp != nil {
-		min := *q.FromTimestamp * 1000
+		min := *q.FromTimestamp
 		lo = sort.Search(c.len(), func(i int) bool { return c.recv[i] >= min })
 	}
 	if q.ToTimestamp != nil {
-		max := *q.ToTimestamp*1000 + 999
+		max := *q.ToTimestamp
 		hi = sort.Search(c.len(), func(i int) bool { return c.recv[i] > max })
 	}
 	return lo, hi

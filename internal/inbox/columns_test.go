@@ -167,11 +167,11 @@ func TestColumnsAgreeWithSQLite(t *testing.T) {
 			q.FromAddrIncludes = []string{"example", "BOB@", "@"}[rng.Intn(3)]
 		}
 		if rng.Intn(4) == 0 {
-			from := (base + int64(rng.Intn(int(recv-base+1)))) / 1000
+			from := base + int64(rng.Intn(int(recv-base+1)))
 			q.FromTimestamp = &from
 		}
 		if rng.Intn(4) == 0 {
-			to := (base + int64(rng.Intn(int(recv-base+1)))) / 1000
+			to := base + int64(rng.Intn(int(recv-base+1)))
 			q.ToTimestamp = &to
 		}
 		if rng.Intn(3) == 0 {

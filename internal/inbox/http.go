@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"mime"
 	"net/http"
@@ -47,15 +48,19 @@ func (a *API) now() time.Time {
 	return time.Now()
 }
 
+// MaxTimestamp is the largest from_timestamp and to_timestamp, in seconds
+// (2^40, the year 36812).
+const MaxTimestamp = 1 << 40
+
 type searchOptions struct {
-	Limit            int64   `json:"limit"`
-	Offset           int64   `json:"offset"`
-	FromTimestamp    *int64  `json:"from_timestamp,omitempty"`
-	ToTimestamp      *int64  `json:"to_timestamp,omitempty"`
-	ToAddrPrefix     *string `json:"to_addr_prefix,omitempty"`
-	FromAddrIncludes *string `json:"from_addr_includes,omitempty"`
-	SubjectIncludes  *string `json:"subject_includes,omitempty"`
-	Wait             *bool   `json:"wait,omitempty"`
+	Limit            int64       `json:"limit"`
+	Offset           int64       `json:"offset"`
+	FromTimestamp    json.Number `json:"from_timestamp,omitempty"`
+	ToTimestamp      json.Number `json:"to_timestamp,omitempty"`
+	ToAddrPrefix     *string     `json:"to_addr_prefix,omitempty"`
+	FromAddrIncludes *string     `json:"from_addr_includes,omitempty"`
+	SubjectIncludes  *string     `json:"subject_includes,omitempty"`
+	Wait             *bool       `json:"wait,omitempty"`
 }
 
 type searchResponse struct {
@@ -73,9 +78,18 @@ func ParseSearch(r *http.Request) (Query, searchOptions, bool, error) {
 	opt.Limit = qp.Int("limit", DefaultLimit, 1, MaxLimit)
 	opt.Offset = qp.Int("offset", 0, 0, -1)
 	q.Limit, q.Offset = int(opt.Limit), int(opt.Offset)
-	opt.FromTimestamp = qp.OptInt("from_timestamp", 0, 1<<40)
-	opt.ToTimestamp = qp.OptInt("to_timestamp", 0, 1<<40)
-	q.FromTimestamp, q.ToTimestamp = opt.FromTimestamp, opt.ToTimestamp
+	if from, _ := qp.OptSeconds("from_timestamp", MaxTimestamp); from != nil {
+		q.FromTimestamp, opt.FromTimestamp = from, httpx.Seconds(*from)
+	}
+	if to, whole := qp.OptSeconds("to_timestamp", MaxTimestamp); to != nil {
+		opt.ToTimestamp = httpx.Seconds(*to)
+		if whole {
+			// A whole second includes all of it, so the received_timestamp of
+			// an email (whole seconds) finds that email.
+			*to += 999
+		}
+		q.ToTimestamp = to
+	}
 	str := func(name string, dst *string, echo **string) {
 		if v, ok := qp.String(name, MaxFilterRunes); ok && v != "" {
 			*dst = v

@@ -15,8 +15,8 @@ import (
 type Query struct {
 	NamespaceID      string
 	Limit, Offset    int
-	FromTimestamp    *int64 // Unix seconds, inclusive
-	ToTimestamp      *int64 // Unix seconds, inclusive (the whole second)
+	FromTimestamp    *int64 // Unix milliseconds, inclusive
+	ToTimestamp      *int64 // Unix milliseconds, inclusive
 	ToAddrPrefix     string // case-insensitive prefix of any To/Cc/envelope recipient
 	FromAddrIncludes string // case-insensitive substring of the From address
 	SubjectIncludes  string // case-insensitive substring of the subject
@@ -86,11 +86,11 @@ func (s *Searcher) where(q Query, p searchPlan) (string, []any) {
 	args := []any{q.NamespaceID, now}
 	if q.FromTimestamp != nil {
 		conds = append(conds, "e.received_ms >= ?")
-		args = append(args, *q.FromTimestamp*1000)
+		args = append(args, *q.FromTimestamp)
 	}
 	if q.ToTimestamp != nil {
 		conds = append(conds, "e.received_ms <= ?")
-		args = append(args, *q.ToTimestamp*1000+999)
+		args = append(args, *q.ToTimestamp)
 	}
 	if q.ToAddrPrefix != "" {
 		c, a := recipientRange(q)

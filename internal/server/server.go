@@ -71,6 +71,9 @@ type Service struct {
 	// kinds of job with it in New, and the "jobs" worker runs them.
 	Jobs *jobs.Queue
 
+	// Limits are the HTTP request limits; a test may set their clock.
+	Limits *httpapi.Limits
+
 	// SMTP serves the listeners Serve is given.
 	SMTP *smtpd.Server
 	// Handler is the whole HTTP API (httpapi.NewRouter).
@@ -196,6 +199,9 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		return nil, err
 	}
 	s.Advertise(nil, nil)
+	if s.Limits, err = httpapi.NewLimits(cfg); err != nil {
+		return nil, err
+	}
 
 	// From here on goroutines run: Close stops them.
 	s.Notifier = notify.NewHub()
@@ -235,6 +241,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		SMS:          s.SMS,
 		TOTP:         s.TOTP,
 		SMTPEndpoint: s.smtpEndpoint,
+		Limits:       s.Limits,
 	})
 
 	s.SMTP = smtpd.New(smtpd.Config{
@@ -245,6 +252,9 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		MaxConnections:  cfg.SMTPMaxConnections,
 		IdleTimeout:     cfg.SMTPIdleTimeout,
 		MaxCommands:     cfg.SMTPMaxCommands,
+		MaxConnsPerIP:   cfg.SMTPMaxConnsPerIP,
+		AuthFailures:    cfg.SMTPAuthFailures,
+		AuthLockout:     cfg.SMTPAuthLockout,
 		TLSConfig:       tlsConfig,
 		RequireTLS:      cfg.SMTPRequireTLS,
 	}, s.Tenants, s.Ingester)

@@ -10,6 +10,7 @@ import "github.com/emersion/go-smtp"
 // Written directly to the connection, before or outside go-smtp's command loop.
 const (
 	replyTooManyConnections = "421 4.7.0 Too many connections, try again later\r\n"
+	replyTooManyFromAddress = "421 4.7.0 Too many connections from your address, try again later\r\n"
 	replyTooManyCommands    = "421 4.7.0 Too many commands, closing connection\r\n"
 	replyShuttingDown       = "421 4.3.2 Service shutting down, try again later\r\n"
 )
@@ -46,4 +47,8 @@ var (
 	errAuthMalformed  = smtpErr(501, smtp.EnhancedCode{5, 5, 2}, "Malformed authentication response")
 	errAuthTemporary  = smtpErr(454, smtp.EnhancedCode{4, 7, 0}, "Temporary authentication failure, try again later")
 	errAuthUnexpected = smtpErr(501, smtp.EnhancedCode{5, 5, 2}, "Unexpected authentication response")
+
+	// errAuthThrottled refuses AUTH from an address that has used up its
+	// failed attempts; the connection is closed after it (RFC 5321 section 3.8).
+	errAuthThrottled = smtpErr(421, smtp.EnhancedCode{4, 7, 0}, "Too many failed authentications from your address, try again later")
 )

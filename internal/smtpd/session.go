@@ -29,6 +29,7 @@ type session struct {
 	conn     *conn // nil only if the listener was bypassed
 	smtpConn *smtp.Conn
 	clientIP string
+	addrKey  string // the client address's key in the per-address limits
 	tls      bool
 
 	// authNS is the namespace the client authenticated as; nil for MX mail.
@@ -59,7 +60,7 @@ func (s *Server) newSession(c *smtp.Conn) (_ smtp.Session, err error) {
 			err = errInternal
 		}
 	}()
-	sess := &session{srv: s, smtpConn: c, clientIP: remoteIP(c.Conn())}
+	sess := &session{srv: s, smtpConn: c, clientIP: remoteIP(c.Conn()), addrKey: addrKey(c.Conn().RemoteAddr())}
 	_, sess.tls = c.TLSConnectionState()
 	if cn := connOf(c.Conn()); cn != nil {
 		cn.smtpConn = c
@@ -103,6 +104,13 @@ func (s *session) Auth(mech string) (_ sasl.Server, err error) {
 	}
 	if s.inMail {
 		return nil, errAuthInMail // RFC 4954 section 4
+	}
+	if _, ok := s.srv.failed.Ready(s.addrKey); !ok {
+		slog.Info("SMTP AUTH refused: too many failed attempts from the address", "client_ip", s.clientIP)
+		if s.conn != nil {
+			s.conn.closeNext = true
+		}
+		return nil, errAuthThrottled
 	}
 	var srv sasl.Server
 	switch strings.ToUpper(mech) {
@@ -154,10 +162,12 @@ func (s *session) checkCredentials(identity, username, password string) error {
 	return nil
 }
 
-// authFailed logs a refused AUTH and returns 535. The namespace is named only
+// authFailed counts a refused AUTH against the client's address, logs it and
+// returns 535. The namespace is named only
 // when it exists: a client that swapped its fields would otherwise have its
 // password written to the log.
 func (s *session) authFailed(namespace string) error {
+	s.srv.failed.Take(s.addrKey)
 	if namespace != "" {
 		slog.Info("SMTP authentication failed", "client_ip", s.clientIP, "namespace", namespace)
 	} else {

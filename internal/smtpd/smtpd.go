@@ -9,7 +9,8 @@
 // it, so a 250 survives a crash.
 //
 // Every connection is bounded: message size, recipients per message, line
-// length, commands per connection, connections at once and an idle timeout.
+// length, commands per connection, connections at once (in all and from one
+// client address), failed AUTH attempts per address, and an idle timeout.
 // Replies name what is wrong in generic words and never carry an internal error.
 // docs/smtp.md lists every reply the listener sends and why.
 package smtpd
@@ -22,6 +23,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -31,6 +33,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/limit"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -51,6 +54,16 @@ type Config struct {
 	MaxConnections  int           // connections open at once; more are answered 421 4.7.0 and closed
 	IdleTimeout     time.Duration // a client silent this long is answered 421 4.4.2 and closed
 	MaxCommands     int           // command lines per connection; more is 421 4.7.0 and close
+	// MaxConnsPerIP bounds the connections open at once from one client
+	// address (IPv6: one /64), so that one client cannot take every slot of
+	// MaxConnections; more are answered 421 4.7.0 and closed.
+	MaxConnsPerIP int
+	// AuthFailures is how many failed AUTH attempts (535) one client address
+	// may make; once they are used up, AUTH from that address is answered
+	// 421 4.7.0 and the connection closed, and the address regains one
+	// attempt per AuthLockout.
+	AuthFailures int
+	AuthLockout  time.Duration
 
 	// TLSConfig enables STARTTLS (RFC 3207); nil offers no STARTTLS.
 	TLSConfig *tls.Config
@@ -68,6 +81,9 @@ const (
 	DefaultMaxConnections  = 500
 	DefaultIdleTimeout     = 60 * time.Second
 	DefaultMaxCommands     = 1000
+	DefaultMaxConnsPerIP   = 100
+	DefaultAuthFailures    = 10
+	DefaultAuthLockout     = time.Minute
 )
 
 const (
@@ -107,8 +123,10 @@ type Server struct {
 	stopped      chan struct{} // closed when go-smtp's Shutdown returned
 	stopErr      error
 
-	mu    sync.Mutex
-	conns map[*conn]struct{}
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	perIP  map[string]int // open connections by client address key (addrKey)
+	failed *limit.Buckets // failed AUTH attempts by client address key
 
 	lastLimitLog atomic.Int64 // unix ms of the last "connection limit reached" log
 }
@@ -138,6 +156,15 @@ func New(cfg Config, tenants *tenant.Service, ingester *inbox.Ingester) *Server 
 	if cfg.MaxCommands <= 0 {
 		cfg.MaxCommands = DefaultMaxCommands
 	}
+	if cfg.MaxConnsPerIP <= 0 {
+		cfg.MaxConnsPerIP = DefaultMaxConnsPerIP
+	}
+	if cfg.AuthFailures <= 0 {
+		cfg.AuthFailures = DefaultAuthFailures
+	}
+	if cfg.AuthLockout <= 0 {
+		cfg.AuthLockout = DefaultAuthLockout
+	}
 	if cfg.RequireTLS && cfg.TLSConfig == nil {
 		slog.Warn("SMTP AUTH is unavailable: TLS is required for it but no certificate is configured")
 	}
@@ -149,6 +176,8 @@ func New(cfg Config, tenants *tenant.Service, ingester *inbox.Ingester) *Server 
 		ingester: ingester,
 		stopped:  make(chan struct{}),
 		conns:    map[*conn]struct{}{},
+		perIP:    map[string]int{},
+		failed:   limit.New(1/cfg.AuthLockout.Seconds(), cfg.AuthFailures),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
@@ -237,36 +266,49 @@ func (s *Server) snapshot() []*conn {
 	return out
 }
 
-// track registers a new connection, or reports false when the connection limit
-// is reached.
-func (s *Server) track(nc net.Conn) (*conn, bool) {
+// track registers a new connection, or returns the reply that refuses it when
+// the connection limit, or the limit of its client address, is reached.
+func (s *Server) track(nc net.Conn) (*conn, string) {
+	key := addrKey(nc.RemoteAddr())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.conns) >= s.cfg.MaxConnections {
-		return nil, false
+		return nil, replyTooManyConnections
 	}
-	c := &conn{Conn: nc, srv: s}
+	if s.perIP[key] >= s.cfg.MaxConnsPerIP {
+		return nil, replyTooManyFromAddress
+	}
+	c := &conn{Conn: nc, srv: s, addrKey: key}
 	s.conns[c] = struct{}{}
-	return c, true
+	s.perIP[key]++
+	return c, ""
 }
 
 func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.perIP[c.addrKey]--; s.perIP[c.addrKey] <= 0 {
+		delete(s.perIP, c.addrKey)
+	}
 	s.mu.Unlock()
 }
 
-// refuseBusy answers a connection over the limit with 421 and closes it
+// refuseBusy answers a connection over a limit with 421 and closes it
 // (RFC 5321 section 3.8). A fresh socket's send buffer is empty, so the write
 // does not block the accept loop; the deadline is a guard all the same.
-func (s *Server) refuseBusy(nc net.Conn) {
+func (s *Server) refuseBusy(nc net.Conn, reply string) {
 	now := time.Now()
 	if last := s.lastLimitLog.Load(); now.UnixMilli()-last > time.Minute.Milliseconds() &&
 		s.lastLimitLog.CompareAndSwap(last, now.UnixMilli()) {
-		slog.Warn("SMTP connection limit reached, refusing connections", "max_connections", s.cfg.MaxConnections)
+		if reply == replyTooManyFromAddress {
+			slog.Warn("SMTP connection limit of one client address reached, refusing its connections",
+				"client_ip", remoteIP(nc), "max_connections_per_ip", s.cfg.MaxConnsPerIP)
+		} else {
+			slog.Warn("SMTP connection limit reached, refusing connections", "max_connections", s.cfg.MaxConnections)
+		}
 	}
 	nc.SetWriteDeadline(now.Add(time.Second))
-	io.WriteString(nc, replyTooManyConnections)
+	io.WriteString(nc, reply)
 	nc.Close()
 }
 
@@ -291,10 +333,11 @@ func (l *listener) Accept() (net.Conn, error) {
 			l.Listener.Close()
 			return nil, net.ErrClosed
 		}
-		if c, ok := l.srv.track(nc); ok {
+		c, refusal := l.srv.track(nc)
+		if refusal == "" {
 			return c, nil
 		}
-		l.srv.refuseBusy(nc)
+		l.srv.refuseBusy(nc, refusal)
 	}
 }
 
@@ -306,11 +349,13 @@ var errRefused = fmt.Errorf("smtpd: connection refused further commands: %w", ne
 // at the command limit or during shutdown, between two commands.
 type conn struct {
 	net.Conn
-	srv *Server
+	srv     *Server
+	addrKey string // the client address's key (addrKey)
 
 	// Touched only by the connection's goroutine.
-	commands int
-	smtpConn *smtp.Conn // set when the first session starts (EHLO/HELO)
+	commands  int
+	smtpConn  *smtp.Conn // set when the first session starts (EHLO/HELO)
+	closeNext bool       // the last reply was final: close before the next command
 
 	tlsStarted atomic.Bool // a STARTTLS handshake began on this connection
 
@@ -329,6 +374,9 @@ type conn struct {
 func (c *conn) SetReadDeadline(t time.Time) error {
 	c.commands++
 	switch {
+	case c.closeNext:
+		c.lingerClose()
+		return errRefused
 	case c.srv.closing.Load():
 		c.refuse(replyShuttingDown)
 		return errRefused
@@ -433,6 +481,17 @@ func markTLS(cfg *tls.Config) *tls.Config {
 		return nil, nil
 	}
 	return cfg
+}
+
+// addrKey is the key of a client address in the per-address limits
+// (limit.AddrKey: the address, or its /64 for IPv6).
+func addrKey(addr net.Addr) string {
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		if a, ok := netip.AddrFromSlice(tcp.IP); ok {
+			return limit.AddrKey(a)
+		}
+	}
+	return addr.String()
 }
 
 // remoteIP is the client's IP address without the port.

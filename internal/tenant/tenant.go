@@ -234,11 +234,27 @@ func (s *Service) RevokeKey(ctx context.Context, id string) error {
 
 // Authenticate returns the organisation of a valid, unrevoked key.
 func (s *Service) Authenticate(ctx context.Context, key string) (Org, error) {
+	_, o, err := s.authenticateKey(ctx, key)
+	return o, err
+}
+
+// authenticateKey returns the id of a valid, unrevoked key and its organisation.
+func (s *Service) authenticateKey(ctx context.Context, key string) (keyID string, o Org, err error) {
 	if key == "" || len(key) > 256 {
-		return Org{}, ErrNotFound
+		return "", Org{}, ErrNotFound
 	}
-	return scanOrg(s.db.QueryRow(ctx, `SELECT o.id, o.name, o.totp_device_limit, o.totp_enabled, o.created_at, o.updated_at
-		FROM api_keys k JOIN orgs o ON o.id = k.org_id WHERE k.key_hash = ? AND k.revoked_at IS NULL`, hashKey(key)))
+	var created, updated int64
+	err = s.db.QueryRow(ctx, `SELECT k.id, o.id, o.name, o.totp_device_limit, o.totp_enabled, o.created_at, o.updated_at
+		FROM api_keys k JOIN orgs o ON o.id = k.org_id WHERE k.key_hash = ? AND k.revoked_at IS NULL`, hashKey(key)).
+		Scan(&keyID, &o.ID, &o.Name, &o.TOTPDeviceLimit, &o.TOTPEnabled, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", Org{}, ErrNotFound
+	}
+	if err != nil {
+		return "", Org{}, fmt.Errorf("authenticate API key: %w", err)
+	}
+	o.CreatedAt, o.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
+	return keyID, o, nil
 }
 
 const nsColumns = "id, org_id, name, retention_time, quota_limit, capture_raw_email, shared_org_id, created_at, updated_at"

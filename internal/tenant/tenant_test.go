@@ -168,6 +168,19 @@ func TestNamespaceSettings(t *testing.T) {
 				t.Errorf("%s %s: errors %+v, want field %s", c.path, c.body, errBody.Errors, c.field)
 			}
 		}
+		// An integer field says so, whatever the wrong value.
+		for body, want := range map[string]string{
+			`{"retention_time": 3600.5}`:               "retention_time must be an integer",
+			`{"retention_time": "an hour"}`:            "retention_time must be an integer",
+			`{"retention_time": 1e30}`:                 "retention_time must be an integer written without a decimal point or exponent",
+			`{"retention_time": 3600.0}`:               "retention_time must be an integer written without a decimal point or exponent",
+			`{"retention_time": 99999999999999999999}`: "retention_time is out of range",
+			`{"capture_raw_email": 1}`:                 "capture_raw_email must be a boolean",
+		} {
+			if code := e.do("POST", e.key, "/api/namespace/my-inbox/settings", body, &errBody); code != 400 || errBody.Message != want {
+				t.Errorf("%s: %d %q, want 400 %q", body, code, errBody.Message, want)
+			}
+		}
 		// The message names the namespace once, then the rule.
 		e.do("POST", e.key, "/api/namespace/-bad-/settings", `{}`, &errBody)
 		if want := `namespace "-bad-" is not valid: namespace names are 1 to 63 characters of a-z, 0-9 and '-', not starting or ending with '-'`; errBody.Message != want {

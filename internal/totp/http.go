@@ -151,18 +151,11 @@ func decodeBody(r *http.Request) (*body, error) {
 	if err := json.Unmarshal(data, b); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return nil, httpx.Invalid(te.Field, "must be of type "+typeName(te.Type.Kind().String()))
+			return nil, httpx.Invalid(te.Field, httpx.TypeDetail(te))
 		}
 		return nil, httpx.Errorf(http.StatusBadRequest, "invalid_json", "request body is not a valid JSON object")
 	}
 	return b, nil
-}
-
-func typeName(kind string) string {
-	if kind == "float64" {
-		return "number"
-	}
-	return kind
 }
 
 // snakeCase turns "otpAuthUrl" into "otp_auth_url"; snake_case is unchanged.

@@ -84,7 +84,8 @@ func TestValidation(t *testing.T) {
 			{"issuer filter NUL", "GET", "/api/devices?issuer=" + url.QueryEscape("a\x00"), nil, 400, "invalid_parameter", "issuer"},
 			{"unknown device", "GET", "/api/devices/0193a8c2-7d1e-7000-8000-000000000000", nil, 404, "not_found", ""},
 			{"non-UUID device", "GET", "/api/devices/not-a-uuid/otp", nil, 404, "not_found", ""},
-			{"delete non-UUID", "DELETE", "/api/devices/otp", nil, 404, "not_found", ""},
+			{"delete non-UUID", "DELETE", "/api/devices/not-a-uuid", nil, 404, "not_found", ""},
+			{"delete a path word", "DELETE", "/api/devices/otp", nil, 405, "method_not_allowed", ""},
 			{"no key", "GET", "/api/devices", nil, 401, "missing_api_key", ""},
 		}
 		for _, c := range cases {

@@ -1,0 +1,64 @@
+package httpx
+
+import (
+	"net/http/httptest"
+	"net/url"
+	"testing"
+)
+
+func TestOptSeconds(t *testing.T) {
+	const bounds = "must be between 0 and 1099511627776"
+	for _, tc := range []struct {
+		raw   string
+		ms    int64
+		whole bool
+		err   string
+	}{
+		{raw: "0", ms: 0, whole: true},
+		{raw: "1795579364", ms: 1795579364000, whole: true},
+		{raw: "1795579364.5", ms: 1795579364500},
+		{raw: "1795579364.000", ms: 1795579364000, whole: true},
+		{raw: "1795579364.0019", ms: 1795579364001},
+		{raw: "1795579364.9999", ms: 1795579364999},
+		{raw: " 12.25 ", ms: 12250},
+		{raw: "1099511627776", ms: 1099511627776000, whole: true},
+		{raw: "-0", ms: 0, whole: true},
+		{raw: "1099511627776.001", err: bounds},
+		{raw: "1099511627777", err: bounds},
+		{raw: "-1", err: bounds},
+		{raw: "-0.001", err: bounds},
+		{raw: "99999999999999999999", err: bounds},
+		{raw: "1e3", err: "must be a number of seconds such as 1795579364 or 1795579364.5"},
+		{raw: "NaN", err: "must be a number of seconds such as 1795579364 or 1795579364.5"},
+		{raw: "+Inf", err: "must be a number of seconds such as 1795579364 or 1795579364.5"},
+		{raw: "1.", err: "must be a number of seconds such as 1795579364 or 1795579364.5"},
+		{raw: ".1", err: "must be a number of seconds such as 1795579364 or 1795579364.5"},
+		{raw: "1.2.3", err: "must be a number of seconds such as 1795579364 or 1795579364.5"},
+		{raw: "", err: "must be a number of seconds such as 1795579364 or 1795579364.5"},
+	} {
+		r := httptest.NewRequest("GET", "/?t="+url.QueryEscape(tc.raw), nil)
+		q := NewQuery(r)
+		ms, whole := q.OptSeconds("t", 1<<40)
+		fields := q.Fields()
+		switch {
+		case tc.err != "":
+			if ms != nil || len(fields) != 1 || fields[0].Detail != tc.err {
+				t.Errorf("%q: %v %v, want the error %q", tc.raw, ms, fields, tc.err)
+			}
+		case len(fields) != 0 || ms == nil || *ms != tc.ms || whole != tc.whole:
+			t.Errorf("%q: %v %v %v, want %d ms, whole %v", tc.raw, ms, whole, fields, tc.ms, tc.whole)
+		}
+	}
+	if ms, _ := NewQuery(httptest.NewRequest("GET", "/", nil)).OptSeconds("t", 1000); ms != nil {
+		t.Error("an absent parameter is not nil")
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for ms, want := range map[int64]string{0: "0", 1795579364000: "1795579364", 1795579364500: "1795579364.5",
+		1795579364120: "1795579364.12", 1795579364001: "1795579364.001"} {
+		if got := Seconds(ms); string(got) != want {
+			t.Errorf("Seconds(%d) = %s, want %s", ms, got, want)
+		}
+	}
+}
