@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/catchbox/catchbox/internal/message"
 	"github.com/catchbox/catchbox/internal/store"
 )
 
@@ -200,8 +201,17 @@ func encodeDoc(e Email) (string, error) {
 }
 
 // decodeEmail reads a stored document and body back into an Email; a nil body
-// is a row whose bodies are in doc.
+// is a row whose bodies are in doc. A row stored before links and codes were
+// read at ingest gets them now.
 func decodeEmail(doc string, body []byte) (Email, error) {
+	e, err := decodeStored(doc, body)
+	if err == nil && (e.Links == nil || e.Codes == nil) {
+		e.Links, e.Codes = message.Extract(e.Subject, e.Text, e.HTML)
+	}
+	return e, err
+}
+
+func decodeStored(doc string, body []byte) (Email, error) {
 	var e Email
 	if err := json.Unmarshal([]byte(doc), &e); err != nil {
 		return Email{}, fmt.Errorf("decode stored email: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/message"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -155,6 +156,7 @@ func (in *Ingester) Deliver(ctx context.Context, raw []byte, env Envelope, targe
 		return nil, errors.New("deliver: no target namespace")
 	}
 	p := parseMessage(raw)
+	links, codes := message.Extract(p.Subject, p.Text, p.HTML) // once, for every target
 	mb, err := newMessageBytes(raw, p, targets)
 	if err != nil {
 		return nil, err
@@ -163,6 +165,7 @@ func (in *Ingester) Deliver(ctx context.Context, raw []byte, env Envelope, targe
 	rows := make([]*row, 0, len(targets))
 	for _, t := range targets {
 		r := buildRow(p, raw, env, t, now)
+		r.email.Links, r.email.Codes = links, codes
 		r.bytes = mb
 		if r.doc, err = encodeDoc(r.email); err != nil {
 			return nil, err
