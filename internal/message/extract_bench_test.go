@@ -8,21 +8,26 @@ import (
 	"testing"
 )
 
-// BenchmarkExtract compares Extract with Parse on the same messages: the
-// corpus's sign-in, receipt and newsletter mails, and a 64 KB marketing mail
-// of 120 product blocks (prices, links, images), the heaviest kind of HTML a
-// test inbox receives. docs/benchmarks.md has the figures.
+// BenchmarkExtract compares Extract with Parse on the same messages: text
+// bodies of prose like the ingest benchmark's small and large messages, the
+// ingest benchmark's html message (testdata/bench-signin.eml, made by
+// catchbox-bench), the corpus's receipt and newsletter, and a 64 KB marketing
+// mail of 120 product blocks (prices, links, images), the heaviest kind of HTML
+// a test inbox receives. docs/benchmarks.md has the figures.
 func BenchmarkExtract(b *testing.B) {
-	msgs := map[string][]byte{}
-	for _, f := range []string{"signin-html.eml", "qp-verification.eml", "receipt.eml", "newsletter.eml"} {
-		raw, err := os.ReadFile(filepath.Join("testdata/extract", f))
+	msgs := map[string][]byte{
+		"text-1k":       proseMail(850),
+		"text-8k":       proseMail(8 << 10),
+		"marketing-64k": marketingMail(120),
+	}
+	for name, f := range map[string]string{"signin-8k": "bench-signin.eml", "receipt": "extract/receipt.eml", "newsletter": "extract/newsletter.eml"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", f))
 		if err != nil {
 			b.Fatal(err)
 		}
-		msgs[strings.TrimSuffix(f, ".eml")] = raw
+		msgs[name] = raw
 	}
-	msgs["marketing-64k"] = marketingMail(120)
-	for _, name := range []string{"signin-html", "qp-verification", "receipt", "newsletter", "marketing-64k"} {
+	for _, name := range []string{"text-1k", "text-8k", "signin-8k", "receipt", "newsletter", "marketing-64k"} {
 		raw := msgs[name]
 		p := Parse(raw)
 		b.Run(name+"/parse", func(b *testing.B) {
@@ -38,6 +43,23 @@ func BenchmarkExtract(b *testing.B) {
 			}
 		})
 	}
+}
+
+// proseMail returns a text/plain mail of about n bytes of prose.
+func proseMail(n int) []byte {
+	words := strings.Fields("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua")
+	var b strings.Builder
+	b.WriteString("From: a@example.com\r\nTo: b@test.localhost\r\nSubject: bench message\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n")
+	for i, line := 0, 0; b.Len() < n; i++ {
+		w := words[(i*7)%len(words)]
+		if line+len(w) > 72 {
+			b.WriteString("\r\n")
+			line = 0
+		}
+		b.WriteString(w + " ")
+		line += len(w) + 1
+	}
+	return []byte(b.String())
 }
 
 // marketingMail returns a multipart/alternative mail of n product blocks.
