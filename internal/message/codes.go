@@ -43,8 +43,9 @@ const (
 // such as code, verification, OTP, PIN or passcode in one of the main languages
 // (before the code or after it, on its line or the line above), or set apart on
 // a line of their own. Codes with lower-case letters count only beside such a
-// word. The subject is read first, then the text body, then the text the HTML
-// body shows.
+// word. The subject is read first, then the text body, then, when those have
+// no code, the text the HTML body shows (the two bodies of a message say the
+// same, and the HTML is the slower to read).
 //
 // What a person would not type is left out: numbers labelled as something else
 // (order, invoice, reference, tracking, phone, ZIP, promo; "#1042", "No. 1042"),
@@ -91,6 +92,9 @@ type foundCode struct {
 func findCodes(subject, text, shown string) []string {
 	f := &codeFinder{sources: []string{subject, text, shown}}
 	for i, src := range f.sources {
+		if i == 2 && len(f.found) > 0 {
+			break // the HTML body shows what the text body says
+		}
 		if len(src) > maxCodeScan {
 			src = src[:maxCodeScan]
 		}

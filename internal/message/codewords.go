@@ -159,20 +159,30 @@ type match struct {
 }
 
 // wordsByFirstByte indexes codeWords by their first byte, so that a line is
-// read once for all of them.
-var wordsByFirstByte = func() (idx [256][]int) {
+// read once for all of them, and startsWord tells, from a position's first two
+// bytes, whether any of them can start there: most positions of a line are
+// passed over with one look-up.
+var (
+	wordsByFirstByte [256][]int
+	startsWord       [1 << 16]bool
+)
+
+func init() {
 	for i, k := range codeWords {
-		idx[k.word[0]] = append(idx[k.word[0]], i)
+		wordsByFirstByte[k.word[0]] = append(wordsByFirstByte[k.word[0]], i)
+		startsWord[uint16(k.word[0])<<8|uint16(k.word[1])] = true
 	}
-	return idx
-}()
+}
 
 // keywordMatches returns the keywords of lower, ordered by position. A positive
 // word inside a negative one ("code" in "barcode") is dropped, and one right
 // after a qualifying negative word ("promo code") turns negative.
 func keywordMatches(lower string) []match {
 	var ms []match
-	for i := 0; i < len(lower); i++ {
+	for i := 0; i+1 < len(lower); i++ {
+		if !startsWord[uint16(lower[i])<<8|uint16(lower[i+1])] {
+			continue
+		}
 		for _, w := range wordsByFirstByte[lower[i]] {
 			k := &codeWords[w]
 			if len(lower)-i < len(k.word) || lower[i+1] != k.word[1] || lower[i:i+len(k.word)] != k.word {

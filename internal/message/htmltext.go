@@ -167,11 +167,12 @@ func (r *htmlReader) startTag(i int) int {
 func (r *htmlReader) tagEnd(i int) int {
 	s := r.src
 	for i < len(s) {
-		k := strings.IndexAny(s[i:], "\"'>")
-		if k < 0 {
+		for i < len(s) && s[i] != '>' && s[i] != '"' && s[i] != '\'' {
+			i++
+		}
+		if i >= len(s) {
 			return len(s)
 		}
-		i += k
 		if s[i] == '>' {
 			return i + 1
 		}
@@ -375,44 +376,68 @@ func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <
 func appendCollapsed(b *strings.Builder, raw string, space bool) bool {
 	from := 0 // start of the run not yet written
 	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c < utf8.RuneSelf {
-			if c == ' ' && !space {
+		switch textClass[raw[i]] {
+		case textPlain:
+			for i++; i < len(raw) && textClass[raw[i]] == textPlain; i++ {
+			}
+			space = false
+		case textSpace:
+			if !space { // one space between words stays as it is
 				space = true
 				i++
 				continue
 			}
-			if !isHTMLSpace(c) {
-				space = false
-				i++
-				continue
-			}
-			b.WriteString(raw[from:i]) // white space to collapse
+			b.WriteString(raw[from:i])
+			i++
+			from = i
+		case textBreak:
+			b.WriteString(raw[from:i])
 			if !space {
 				b.WriteByte(' ')
 				space = true
 			}
 			i++
 			from = i
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(raw[i:])
-		switch {
-		case r == '\u00a0' || unicode.IsSpace(r) || isInvisible(r):
-			b.WriteString(raw[from:i])
-			if !space && !isInvisible(r) {
-				b.WriteByte(' ')
-				space = true
-			}
-			from = i + n
 		default:
-			space = false
+			r, n := utf8.DecodeRuneInString(raw[i:])
+			if r == '\u00a0' || unicode.IsSpace(r) || isInvisible(r) {
+				b.WriteString(raw[from:i])
+				if !space && !isInvisible(r) {
+					b.WriteByte(' ')
+					space = true
+				}
+				from = i + n
+			} else {
+				space = false
+			}
+			i += n
 		}
-		i += n
 	}
 	b.WriteString(raw[from:])
 	return space
 }
+
+// Classes of text bytes for appendCollapsed.
+const (
+	textPlain = iota // written as it is
+	textSpace        // ' ': kept after a word, dropped after white space
+	textBreak        // the other ASCII white space: one space at most
+	textOther        // the first byte of a character outside ASCII
+)
+
+var textClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c == ' ':
+			t[c] = textSpace
+		case c == '\t' || c == '\n' || c == '\r' || c == '\f':
+			t[c] = textBreak
+		case c >= utf8.RuneSelf:
+			t[c] = textOther
+		}
+	}
+	return t
+}()
 
 // isInvisible reports characters that render as nothing: zero-width spaces and
 // joiners, the byte-order mark, and the soft hyphen and combining grapheme
