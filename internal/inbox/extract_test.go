@@ -1,10 +1,8 @@
 package inbox_test
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/catchbox/catchbox/internal/inbox"
@@ -50,37 +48,6 @@ func TestLinksAndCodes(t *testing.T) {
 		e.get(e.key, "/api/emails/"+plain, &raw)
 		if string(raw.Data["links"]) != "[]" || string(raw.Data["codes"]) != "[]" {
 			t.Errorf("email without links: links %s, codes %s", raw.Data["links"], raw.Data["codes"])
-		}
-	})
-}
-
-// TestLinksAndCodesOfOlderRows reads an email stored before links and codes were
-// read at ingest (its document has neither): they are read when it is answered.
-func TestLinksAndCodesOfOlderRows(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		e := newEnv(t, db)
-		id := e.deliver(e.ns, msg{from: "a@example.com", to: "x@default.localhost", subject: "Welcome", extra: signUpMail})
-		var doc string
-		if err := db.QueryRow(context.Background(), "SELECT doc FROM emails WHERE id = ?", id).Scan(&doc); err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(doc), &m); err != nil {
-			t.Fatal(err)
-		}
-		if string(m["codes"]) != `["482913"]` || !strings.Contains(string(m["links"]), "confirm?t=abc") {
-			t.Fatalf("stored document: %s", doc)
-		}
-		delete(m, "links")
-		delete(m, "codes")
-		old, _ := json.Marshal(m)
-		if _, err := db.Exec(context.Background(), "UPDATE emails SET doc = ? WHERE id = ?", string(old), id); err != nil {
-			t.Fatal(err)
-		}
-		var one struct{ Data inbox.Email }
-		e.get(e.key, "/api/emails/"+id, &one)
-		if len(one.Data.Links) != 1 || !slices.Equal(one.Data.Codes, []string{"482913"}) {
-			t.Errorf("older row: links %+v, codes %q", one.Data.Links, one.Data.Codes)
 		}
 	})
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/httpx"
-	"github.com/catchbox/catchbox/internal/message"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -69,7 +68,8 @@ type messageBytes struct {
 // and outside the writer, so that compression runs in parallel on the senders'
 // goroutines and not in the group commit.
 func newMessageBytes(raw []byte, p parsed, targets []Target) (*messageBytes, error) {
-	body, err := encodeBody(p.Text, p.HTML)
+	links, codes := extract(p.Subject, p.Text, p.HTML) // stored with the bodies they come from
+	body, err := encodeBody(storedBody{Text: p.Text, HTML: p.HTML, Links: links, Codes: codes})
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,6 @@ func (in *Ingester) Deliver(ctx context.Context, raw []byte, env Envelope, targe
 		return nil, errors.New("deliver: no target namespace")
 	}
 	p := parseMessage(raw)
-	links, codes := message.Extract(p.Subject, p.Text, p.HTML) // once, for every target
 	mb, err := newMessageBytes(raw, p, targets)
 	if err != nil {
 		return nil, err
@@ -165,7 +164,6 @@ func (in *Ingester) Deliver(ctx context.Context, raw []byte, env Envelope, targe
 	rows := make([]*row, 0, len(targets))
 	for _, t := range targets {
 		r := buildRow(p, raw, env, t, now)
-		r.email.Links, r.email.Codes = links, codes
 		r.bytes = mb
 		if r.doc, err = encodeDoc(r.email); err != nil {
 			return nil, err

@@ -34,8 +34,9 @@ type AttachmentSummary struct {
 // Email is the seed's Email resource, as returned by the API. Links and Codes,
 // beyond the seed's fields, are what a test wants from a sign-in or reset mail:
 // its links and its one-time codes, best first (message.Extract). They are read
-// once, at ingest, stored with the rest of the document, and always present,
-// empty when the email has none.
+// once per message at ingest and stored with the bodies they come from
+// (emails.body, see encodeBody), and always present, empty when the email has
+// none.
 type Email struct {
 	ID                string              `json:"id"`
 	From              Address             `json:"from"`

@@ -44,8 +44,8 @@ const (
 // (before the code or after it, on its line or the line above), or set apart on
 // a line of their own. Codes with lower-case letters count only beside such a
 // word. The subject is read first, then the text body, then, when those have
-// no code, the text the HTML body shows (the two bodies of a message say the
-// same, and the HTML is the slower to read).
+// no code and the text body has no digit, the text the HTML body shows (the two
+// bodies of a message say the same, and the HTML is the slower to read).
 //
 // What a person would not type is left out: numbers labelled as something else
 // (order, invoice, reference, tracking, phone, ZIP, promo; "#1042", "No. 1042"),
@@ -58,20 +58,30 @@ const (
 // not nil, when it finds none.
 func Codes(subject, text, html string) []string {
 	var shown string
-	if html != "" {
-		shown = readHTML(html).text
+	if html != "" && needsHTMLText(text) {
+		shown = readHTML(html, true, false).text
 	}
 	return findCodes(subject, text, shown)
 }
 
-// Extract returns Links(html, text) and Codes(subject, text, html), reading the
-// HTML body once for both: ingest calls it for every message.
+// Extract returns what Links(html, text) and Codes(subject, text, html) return,
+// reading the HTML body once for both: ingest calls it for every message. A
+// message with a text body that has digits, which says what its HTML body says
+// and would have the code, has only its HTML's anchors read, which saves most
+// of the time (docs/benchmarks.md).
 func Extract(subject, text, html string) ([]Link, []string) {
 	var v htmlView
 	if html != "" {
-		v = readHTML(html)
+		v = readHTML(html, needsHTMLText(text), text == "")
 	}
 	return addTextLinks(v.links, text), findCodes(subject, text, v.text)
+}
+
+// needsHTMLText reports whether the text the HTML body shows must be read for
+// codes: when the text body has no digit it can have no code (a stub such as
+// "View this email in your browser", or no text body at all).
+func needsHTMLText(text string) bool {
+	return !hasDigit(text[:min(len(text), maxCodeScan)])
 }
 
 // codeFinder holds one message's search for codes.

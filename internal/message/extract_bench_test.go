@@ -19,6 +19,7 @@ func BenchmarkExtract(b *testing.B) {
 		"text-1k":       proseMail(850),
 		"text-8k":       proseMail(8 << 10),
 		"marketing-64k": marketingMail(120),
+		"sms":           []byte("Content-Type: text/plain\r\n\r\nYour Acme sign-in code is 482913. It expires in 10 minutes; never share it. https://acme.example/s/1\r\n"),
 	}
 	for name, f := range map[string]string{"signin-8k": "bench-signin.eml", "receipt": "extract/receipt.eml", "newsletter": "extract/newsletter.eml"} {
 		raw, err := os.ReadFile(filepath.Join("testdata", f))
@@ -27,7 +28,7 @@ func BenchmarkExtract(b *testing.B) {
 		}
 		msgs[name] = raw
 	}
-	for _, name := range []string{"text-1k", "text-8k", "signin-8k", "receipt", "newsletter", "marketing-64k"} {
+	for _, name := range []string{"sms", "text-1k", "text-8k", "signin-8k", "receipt", "newsletter", "marketing-64k"} {
 		raw := msgs[name]
 		p := Parse(raw)
 		b.Run(name+"/parse", func(b *testing.B) {

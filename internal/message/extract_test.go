@@ -259,6 +259,29 @@ func TestExtractSMS(t *testing.T) {
 	}
 }
 
+// TestHTMLTextIsReadWhenTheTextBodyCannotHaveIt checks when the text the HTML
+// body shows is read: for codes, when the text body has no digit; for URLs
+// written out in it, when there is no text body.
+func TestHTMLTextIsReadWhenTheTextBodyCannotHaveIt(t *testing.T) {
+	html := "<p>Your sign-in code is <b>660912</b>.</p><p>Or paste https://app.example/s/1 into your browser. <a href='https://app.example/help'>Help</a></p>"
+	for _, c := range []struct {
+		text  string
+		links []Link
+		codes []string
+	}{
+		{"", []Link{{Href: "https://app.example/s/1"}, {Href: "https://app.example/help", Text: "Help"}}, []string{"660912"}},
+		{"View this email in a browser that shows HTML.", []Link{{Href: "https://app.example/help", Text: "Help"}}, []string{"660912"}},
+		{"Your sign-in code is 660912.", []Link{{Href: "https://app.example/help", Text: "Help"}}, []string{"660912"}},
+		{"Your order 10423 has shipped.", []Link{{Href: "https://app.example/help", Text: "Help"}}, []string{}},
+	} {
+		links, codes := Extract("Sign in", c.text, html)
+		checkLinks(t, links, c.links)
+		if !slices.Equal(codes, c.codes) {
+			t.Errorf("text %q: codes %q, want %q", c.text, codes, c.codes)
+		}
+	}
+}
+
 // FuzzExtract reads arbitrary subjects and bodies: Extract must not panic, must
 // keep to its limits, and what it returns must have the shape it promises.
 func FuzzExtract(f *testing.F) {
@@ -281,6 +304,13 @@ func FuzzExtract(f *testing.F) {
 		}
 		if len(links) > maxLinks || len(codes) > maxCodes {
 			t.Fatalf("%d links, %d codes", len(links), len(codes))
+		}
+		// The one read of Extract gives what Links and Codes give.
+		if l := Links(html, text); !slices.Equal(l, links) {
+			t.Fatalf("Links %+v, Extract %+v", l, links)
+		}
+		if c := Codes(subject, text, html); !slices.Equal(c, codes) {
+			t.Fatalf("Codes %q, Extract %q", c, codes)
 		}
 		seen := map[string]bool{}
 		for _, l := range links {

@@ -16,7 +16,7 @@ const maxScan = 2 << 20
 // reader sees, one line per block, and the links in the order a reader meets
 // them.
 type htmlView struct {
-	text  string // visible text; block elements end lines
+	text  string // visible text; block elements end lines ("" when only anchors were read)
 	links []Link // anchors, and bare URLs outside anchors, in document order
 }
 
@@ -65,6 +65,8 @@ func kindOf(name string) kind {
 // (docs/benchmarks.md).
 type htmlReader struct {
 	src     string
+	all     bool // read all the visible text, not only the anchors'
+	urls    bool // and list the URLs written out in it
 	text    strings.Builder
 	space   bool // text ends in white space (or is empty)
 	hidden  int  // depth inside hidden elements
@@ -74,13 +76,17 @@ type htmlReader struct {
 	alt     string // the alt text of the first image inside it
 }
 
-// readHTML reads an HTML body into its visible text and links.
-func readHTML(src string) htmlView {
+// readHTML reads an HTML body into its anchors and, with all, its visible
+// text, and with urls too the URLs written out in that text. Without all, only
+// the anchors' own text is read, which skips most of the work.
+func readHTML(src string, all, urls bool) htmlView {
 	if len(src) > maxScan {
 		src = src[:maxScan]
 	}
-	r := &htmlReader{src: src, space: true}
-	r.text.Grow(len(src) / 2)
+	r := &htmlReader{src: src, all: all || urls, urls: urls, space: true}
+	if all {
+		r.text.Grow(len(src) / 2)
+	}
 	for i := 0; i < len(src); {
 		lt := strings.IndexByte(src[i:], '<')
 		if lt < 0 {
@@ -295,16 +301,19 @@ func (r *htmlReader) skipRaw(name string, i int) int {
 
 // readText adds text, its character references decoded, to the view.
 func (r *htmlReader) readText(raw string) {
-	if r.hidden > 0 {
+	if r.hidden > 0 || !r.all && r.anchor == nil {
 		return
 	}
 	raw = unescape(raw)
 	if r.anchor != nil {
 		r.anchorT = append(r.anchorT, raw...)
 	}
+	if !r.all {
+		return
+	}
 	start := r.text.Len()
 	r.space = appendCollapsed(&r.text, raw, r.space)
-	if r.anchor == nil && strings.Contains(raw, "://") {
+	if r.urls && r.anchor == nil && strings.Contains(raw, "://") {
 		for _, u := range bareURLs(r.text.String()[start:]) {
 			r.links.add(Link{Href: u})
 		}
@@ -326,7 +335,7 @@ func (r *htmlReader) closeAnchor() {
 
 // newline ends the line of text, once.
 func (r *htmlReader) newline() {
-	if r.text.Len() > 0 && !strings.HasSuffix(r.text.String(), "\n") {
+	if r.all && r.text.Len() > 0 && !strings.HasSuffix(r.text.String(), "\n") {
 		r.text.WriteByte('\n')
 	}
 	r.space = true
@@ -334,7 +343,7 @@ func (r *htmlReader) newline() {
 
 // cell keeps the text of two table cells apart.
 func (r *htmlReader) cell() {
-	if !r.space {
+	if r.all && !r.space {
 		r.text.WriteByte(' ')
 		r.space = true
 	}

@@ -27,8 +27,9 @@ type Link struct {
 }
 
 // Links returns the http and https links of a message in the order a reader
-// meets them: the HTML body's anchors, with their text, and the bare URLs of its
-// visible text, then the bare URLs of the text body that the HTML did not have.
+// meets them: the HTML body's anchors, with their text, then the URLs written
+// out in the text body that the anchors did not have; in a message without a
+// text body, the URLs written out in the HTML's text take their place.
 // Entities are decoded; each URL is listed once, with the first text it was
 // shown with. Links of other schemes (mailto:, tel:, cid:, javascript:) and
 // relative ones are left out: a test cannot follow them. Links returns an empty
@@ -36,7 +37,7 @@ type Link struct {
 func Links(html, text string) []Link {
 	var v htmlView
 	if html != "" {
-		v = readHTML(html)
+		v = readHTML(html, text == "", text == "")
 	}
 	return addTextLinks(v.links, text)
 }
