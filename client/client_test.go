@@ -339,7 +339,11 @@ func TestWaitForEmailEndsWithContext(t *testing.T) {
 			_, err := c.WaitForEmail(ctx, "default", client.Filter{Subject: "never sent " + uniqueNamespace(t)})
 			done <- err
 		}()
-		<-second // held once, redirected, held again
+		select { // held once, redirected, held again
+		case <-second:
+		case err := <-done:
+			t.Fatalf("the wait ended before it was cancelled: %v", err)
+		}
 		cancel()
 		if err := <-done; !errors.Is(err, client.ErrWaitEnded) || !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled wait: %v", err)
@@ -370,7 +374,11 @@ func TestWaitForSMSSpansHolds(t *testing.T) {
 			got.Store(m)
 			done <- err
 		}()
-		<-third
+		select {
+		case <-third:
+		case err := <-done:
+			t.Fatalf("the wait ended before any SMS was sent: %v", err)
+		}
 		other, _ := client.New(s.URL, testserver.Key)
 		if _, err := other.SendVirtualSMS(ctx, client.VirtualSMS{FromNumber: "+15005550006", ToNumber: testserver.Phone,
 			Body: "Your login code is 6610 (" + marker + ")"}); err != nil {
