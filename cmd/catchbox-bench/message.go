@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
+	"mime/quotedprintable"
 	"strings"
 	"time"
 )
@@ -12,10 +13,14 @@ import (
 // Message sizes the ingest benchmark is specified in. small is a typical
 // transactional email (a sign-up or password-reset notice, about 1 KB);
 // large is the same with a 30 KiB attachment, whose base64 encoding is 40 KiB,
-// bringing the whole message to about 50 KB.
+// bringing the whole message to about 50 KB. html is a sign-in mail as
+// services send it, about 8 KB: an HTML body of tables with a code, a button
+// and a footer of links, and its text alternative; it is what the link and code
+// reader at ingest has most work with.
 const (
 	sizeSmall = "small"
 	sizeLarge = "large"
+	sizeHTML  = "html"
 
 	attachmentBytes = 30 * 1024
 )
@@ -72,10 +77,61 @@ func buildMessage(m messageSpec) ([]byte, error) {
 		}
 		writeBase64Lines(&b, payload)
 		b.WriteString("--" + boundary + "--\r\n")
+	case sizeHTML:
+		writeSignIn(&b, rng)
 	default:
-		return nil, fmt.Errorf("unknown size %q: want %s or %s", m.Size, sizeSmall, sizeLarge)
+		return nil, fmt.Errorf("unknown size %q: want %s, %s or %s", m.Size, sizeSmall, sizeLarge, sizeHTML)
 	}
 	return b.Bytes(), nil
+}
+
+// writeSignIn appends the parts of a sign-in mail with a code and links,
+// multipart/alternative, the HTML quoted-printable as mailers send it.
+func writeSignIn(b *bytes.Buffer, rng *rand.Rand) {
+	const boundary = "bench-alt-5d1e8b"
+	code := fmt.Sprintf("%06d", rng.IntN(1000000))
+	token := fmt.Sprintf("%016x", rng.Uint64())
+	b.WriteString("Content-Type: multipart/alternative; boundary=\"" + boundary + "\"\r\n\r\n")
+	b.WriteString("--" + boundary + "\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n")
+	fmt.Fprintf(b, "Sign in to Bench\r\n\r\nYour sign-in code is %s. It expires in 10 minutes.\r\n\r\n"+
+		"Or follow this link: https://app.bench.example/login/verify?token=%s&utm_source=email\r\n\r\n", code, token)
+	writeProse(b, rng, 1400)
+	b.WriteString("\r\nBench Inc., 100 Example Street, Springfield, IL 62704\r\nUnsubscribe: https://app.bench.example/u/" + token + "\r\n")
+	b.WriteString("--" + boundary + "\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n")
+	var h strings.Builder
+	h.WriteString(`<!DOCTYPE html><html><head><meta charset="utf-8"><title>Sign in</title><style>body{margin:0;background:#f4f4f7}` +
+		`td{font-family:Helvetica,Arial,sans-serif;color:#333}.code{font-size:32px;letter-spacing:6px;font-weight:bold}` +
+		`.btn{background:#2d6cdf;color:#fff;padding:12px 24px;border-radius:4px;text-decoration:none}</style></head><body>`)
+	h.WriteString(`<div style="display:none">Your sign-in code is inside&zwnj;&nbsp;&zwnj;&nbsp;&zwnj;&nbsp;</div>`)
+	h.WriteString(`<table width="100%" cellpadding="0" cellspacing="0" role="presentation"><tr><td align="center">` +
+		`<table width="600" cellpadding="0" cellspacing="0" role="presentation" style="background:#ffffff">`)
+	h.WriteString(`<tr><td style="padding:24px"><a href="https://bench.example/?utm_source=email&amp;utm_medium=signin">` +
+		`<img src="https://cdn.bench.example/logo.png" width="120" height="32" alt="Bench"></a></td></tr>`)
+	fmt.Fprintf(&h, `<tr><td style="padding:0 24px"><h1 style="font-size:22px">Sign in to Bench</h1>`+
+		`<p>Enter this code on the sign-in page. It expires in 10 minutes.</p></td></tr>`+
+		`<tr><td align="center" style="padding:16px"><div class="code">%s</div></td></tr>`+
+		`<tr><td align="center" style="padding:16px"><a class="btn" href="https://app.bench.example/login/verify?token=%s&amp;utm_source=email">Sign in</a></td></tr>`,
+		code, token)
+	h.WriteString(`<tr><td style="padding:0 24px"><p>`)
+	var prose bytes.Buffer
+	writeProse(&prose, rng, 3200)
+	h.WriteString(prose.String())
+	h.WriteString(`</p></td></tr><tr><td style="padding:24px;font-size:12px;color:#999">`)
+	for _, l := range []string{"help", "privacy", "terms", "security", "status", "blog", "careers", "contact"} {
+		fmt.Fprintf(&h, `<a href="https://bench.example/%s?utm_source=email&amp;utm_medium=footer" style="color:#999">%s</a> &middot; `, l, l)
+	}
+	fmt.Fprintf(&h, `<br>Bench Inc., 100 Example Street, Springfield, IL 62704 &copy; 2026<br>`+
+		`<a href="https://app.bench.example/u/%s" style="color:#999">Unsubscribe</a></td></tr></table></td></tr></table></body></html>`, token)
+	writeQuotedPrintable(b, h.String())
+	b.WriteString("\r\n--" + boundary + "--\r\n")
+}
+
+// writeQuotedPrintable appends s quoted-printable (RFC 2045 section 6.7), in
+// lines of at most 76 characters with soft breaks.
+func writeQuotedPrintable(b *bytes.Buffer, s string) {
+	w := quotedprintable.NewWriter(b)
+	w.Write([]byte(s))
+	w.Close()
 }
 
 // writeProse appends about n bytes of wrapped lorem text.

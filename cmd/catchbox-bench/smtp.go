@@ -183,7 +183,7 @@ func runSMTP(args []string, stdout io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:2525", "SMTP server host:port")
 	messages := fs.Int("messages", 2000, "messages to send (1 to 200000)")
 	conns := fs.Int("conns", 8, "persistent connections (1 to 256)")
-	size := fs.String("size", sizeSmall, "message size: small (~1 KB) or large (~50 KB, 40 KB base64 attachment)")
+	size := fs.String("size", sizeSmall, "message size: small (~1 KB), large (~50 KB, 40 KB base64 attachment) or html (~8 KB sign-in mail, HTML and text)")
 	to := fs.String("to", "user@default.localhost", "envelope and header recipient")
 	auth := fs.String("auth", "", "AUTH PLAIN credentials user:pass (none by default)")
 	run := fs.String("run", "", "run identifier used in subjects bench-<run>-<n> (default: generated)")

@@ -19,6 +19,11 @@ import (
 type cli struct {
 	Serve serveCmd `cmd:"" help:"Run the HTTP API, the SMTP listener(s) and the background workers."`
 	Admin adminCmd `cmd:"" help:"Administer organisations, API keys and namespaces (works while serve runs)."`
+
+	Wait    waitCmd    `cmd:"" help:"Wait for an email and print it, or its first link or code (client of a running server)."`
+	SMS     smsCmd     `cmd:"" name:"sms" help:"Wait for an SMS (client of a running server)."`
+	OTP     otpCmd     `cmd:"" name:"otp" help:"Print a one-time password, from a secret or a saved device."`
+	Version versionCmd `cmd:"" help:"Print the version."`
 }
 
 type serveCmd struct {
@@ -41,6 +46,6 @@ func main() {
 	)
 	if err := k.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "catchbox:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }

@@ -68,7 +68,8 @@ type messageBytes struct {
 // and outside the writer, so that compression runs in parallel on the senders'
 // goroutines and not in the group commit.
 func newMessageBytes(raw []byte, p parsed, targets []Target) (*messageBytes, error) {
-	body, err := encodeBody(p.Text, p.HTML)
+	links, codes := extract(p.Subject, p.Text, p.HTML) // stored with the bodies they come from
+	body, err := encodeBody(storedBody{Text: p.Text, HTML: p.HTML, Links: links, Codes: codes})
 	if err != nil {
 		return nil, err
 	}

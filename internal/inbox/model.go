@@ -15,6 +15,10 @@ import "github.com/catchbox/catchbox/internal/message"
 // from the message's headers, returned as it is.
 type Address = message.Address
 
+// Link is one link of an email, as internal/message reads it: its href and the
+// text shown for it.
+type Link = message.Link
+
 // AttachmentSummary is the seed's EmailAttachmentSummary. ContentID, beyond the
 // seed's fields, is the part's Content-ID without angle brackets, so a test can
 // match an inline image to the html's cid: reference; it is left out when the
@@ -27,7 +31,12 @@ type AttachmentSummary struct {
 	ContentID   string `json:"content_id,omitempty"`
 }
 
-// Email is the seed's Email resource, as returned by the API.
+// Email is the seed's Email resource, as returned by the API. Links and Codes,
+// beyond the seed's fields, are what a test wants from a sign-in or reset mail:
+// its links and its one-time codes, best first (message.Extract). They are read
+// once per message at ingest and stored with the bodies they come from
+// (emails.body, see encodeBody), and always present, empty when the email has
+// none.
 type Email struct {
 	ID                string              `json:"id"`
 	From              Address             `json:"from"`
@@ -43,6 +52,8 @@ type Email struct {
 	SpamScore         *float64            `json:"spam_score,omitempty"`
 	Headers           map[string]string   `json:"headers,omitempty"`
 	Attachments       []AttachmentSummary `json:"attachments,omitempty"`
+	Links             []Link              `json:"links"`
+	Codes             []string            `json:"codes"`
 }
 
 // Attachment is the seed's Attachment download metadata, with ContentID as in

@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/message"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -89,7 +90,12 @@ func (n Number) MarshalJSON() ([]byte, error) {
 		PhoneNumber: n.Phone, CreatedAt: httpx.Time(n.CreatedAt), UpdatedAt: httpx.Time(n.UpdatedAt), IsTestNumber: n.IsTest})
 }
 
-// Message is one SMS received on (or, in future, sent from) a number.
+// Message is one SMS received on (or, in future, sent from) a number. Links
+// and Codes, beyond the seed's fields, are the body's links and one-time codes,
+// best first (message.Extract), for the test that waits for a sign-in SMS.
+// They are read from the body whenever a message is read: a body has at most
+// MaxBodyRunes characters, and reading it costs less than the row it comes
+// from (docs/benchmarks.md), so nothing is stored for them.
 type Message struct {
 	ID                string
 	NumberID          string
@@ -99,24 +105,36 @@ type Message struct {
 	ProviderMessageID string // "" for virtual messages
 	Direction         string
 	CreatedAt         time.Time
+	Links             []message.Link
+	Codes             []string
 }
 
 type messageJSON struct {
-	ID                string `json:"id"`
-	SmsPhoneNumberID  string `json:"sms_phone_number_id"`
-	Body              string `json:"body"`
-	FromNumber        string `json:"from_number"`
-	ToNumber          string `json:"to_number"`
-	ProviderMessageID string `json:"provider_message_id,omitempty"`
-	CreatedAt         string `json:"created_at"`
-	Direction         string `json:"direction"`
+	ID                string         `json:"id"`
+	SmsPhoneNumberID  string         `json:"sms_phone_number_id"`
+	Body              string         `json:"body"`
+	FromNumber        string         `json:"from_number"`
+	ToNumber          string         `json:"to_number"`
+	ProviderMessageID string         `json:"provider_message_id,omitempty"`
+	CreatedAt         string         `json:"created_at"`
+	Direction         string         `json:"direction"`
+	Links             []message.Link `json:"links"`
+	Codes             []string       `json:"codes"`
 }
 
-// MarshalJSON writes the seed's SmsMessage resource.
+// MarshalJSON writes the seed's SmsMessage resource, with links and codes
+// always present.
 func (m Message) MarshalJSON() ([]byte, error) {
+	if m.Links == nil || m.Codes == nil {
+		m.readBody()
+	}
 	return json.Marshal(messageJSON{ID: m.ID, SmsPhoneNumberID: m.NumberID, Body: m.Body, FromNumber: m.From,
-		ToNumber: m.To, ProviderMessageID: m.ProviderMessageID, CreatedAt: httpx.Time(m.CreatedAt), Direction: m.Direction})
+		ToNumber: m.To, ProviderMessageID: m.ProviderMessageID, CreatedAt: httpx.Time(m.CreatedAt), Direction: m.Direction,
+		Links: m.Links, Codes: m.Codes})
 }
+
+// readBody sets the links and codes of the body.
+func (m *Message) readBody() { m.Links, m.Codes = message.Extract("", m.Body, "") }
 
 // Topic is the notify topic published when a number receives a message; held
 // searches of the number subscribe to it.
@@ -272,6 +290,7 @@ func (s *Service) Receive(ctx context.Context, n Number, in Inbound) (m Message,
 	now := s.now().UnixMilli()
 	m = Message{ID: tenant.NewID(), NumberID: n.ID, Body: in.Body, From: in.From, To: n.Phone,
 		ProviderMessageID: in.ProviderMessageID, Direction: DirectionInbound, CreatedAt: time.UnixMilli(now)}
+	m.readBody()
 	var provider any
 	if in.ProviderMessageID != "" {
 		provider = in.ProviderMessageID
@@ -318,5 +337,6 @@ func scanMessage(row interface{ Scan(...any) error }) (Message, error) {
 		return Message{}, fmt.Errorf("read sms message: %w", err)
 	}
 	m.ProviderMessageID, m.CreatedAt = provider.String, time.UnixMilli(created)
+	m.readBody()
 	return m, nil
 }

@@ -1,0 +1,3 @@
+module github.com/catchbox/catchbox/client
+
+go 1.22
