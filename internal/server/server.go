@@ -32,6 +32,8 @@ import (
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/notify"
+	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/smtpd"
@@ -70,6 +72,9 @@ type Service struct {
 	// Jobs is the durable queue of background work; features register their
 	// kinds of job with it in New, and the "jobs" worker runs them.
 	Jobs *jobs.Queue
+
+	// Outbound is outbound email: send, reply, forward and what became of them.
+	Outbound *outbound.API
 
 	// SMTP serves the listeners Serve is given.
 	SMTP *smtpd.Server
@@ -229,12 +234,17 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		PublicURL:       s.publicURL,
 	}
 	s.TOTP = totp.NewService(db, key)
+	s.Outbound = &outbound.API{Store: outbound.NewStore(db), DB: db, Jobs: s.Jobs, Tenants: s.Tenants,
+		Searcher: s.Searcher, Routes: routing.New(cfg.MailDomain, s.Tenants)}
+	s.Outbound.Store.ContentTTL = cfg.OutboundContentTTL
+	s.Jobs.Register(outbound.DeliveryKind, outbound.HoldDelivery, jobs.Limits{})
 	s.Handler = httpapi.NewRouter(httpapi.Deps{
 		Tenants:      s.Tenants,
 		Inbox:        s.Inbox,
 		SMS:          s.SMS,
 		TOTP:         s.TOTP,
 		SMTPEndpoint: s.smtpEndpoint,
+		Outbound:     s.Outbound,
 	})
 
 	s.SMTP = smtpd.New(smtpd.Config{
@@ -253,6 +263,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		s.every("reaper", store.ReapJob(db, "Deleted expired emails", inbox.Reap)),
 		s.every("sms-reaper", store.ReapJob(db, "Deleted expired SMS messages", sms.Reap)),
 		{Name: "jobs", Run: s.runJobs},
+		s.every("outbound-content-expiry", s.Outbound.Store.ExpireJob),
 	}
 	return s, nil
 }
