@@ -188,14 +188,17 @@ const maxHeaderWord = 900
 
 // encodeText encodes unstructured header text (the subject) as RFC 2047
 // encoded words when it is not printable ASCII, as go-message does, and also
-// when it holds a word too long to fold: encoded words are short, and white
-// space between them is no part of the text (RFC 2047 section 6.2).
+// when it holds a word too long to fold or what looks like an encoded word:
+// encoded words are short, and white space between them is no part of the
+// text (RFC 2047 section 6.2).
 func encodeText(s string) string {
-	long := false
+	// Text that reads as an encoded word ("=?utf-8?q?...?=") would be decoded
+	// by every reader: it is encoded too (RFC 2047 section 5).
+	force := strings.Contains(s, "=?")
 	for _, w := range strings.Fields(s) {
-		long = long || len(w) > maxHeaderWord
+		force = force || len(w) > maxHeaderWord
 	}
-	if !long {
+	if !force {
 		var h gomail.Header
 		h.SetSubject(s)
 		return h.Get("Subject")
