@@ -21,6 +21,7 @@ func FuzzBuild(f *testing.F) {
 	f.Add(strings.Repeat("x", 998), strings.Repeat("n", 256), strings.Repeat("f", 255), "", "<b>x</b>", []byte{})
 	f.Add("Rapport — données "+strings.Repeat("é", 300), "\"Quoted\", Name", "naïve résumé "+strings.Repeat("ü", 200)+".txt", "line  \nwith trailing spaces  ", "", []byte{0, 1, 255})
 	f.Add("=?utf-8?q?not_a_word?=", "a\\b\"c", `a"b\c.txt`, "=41\r\n.\r\n", "", []byte("\r\n.\r\n"))
+	f.Add("lone CR", "x", "f.txt", "a\rb", "0\r", []byte{})
 	f.Fuzz(func(t *testing.T, subject, name, filename, text, html string, data []byte) {
 		subject, name, filename = strings.TrimSpace(subject), strings.TrimSpace(name), strings.TrimSpace(filename)
 		var c checker
