@@ -66,6 +66,7 @@ func (e *adminEnv) print(v any, text string, args ...any) {
 type orgCmd struct {
 	Create orgCreateCmd `cmd:"" help:"Create an organisation."`
 	Update orgUpdateCmd `cmd:"" help:"Change an organisation's TOTP settings."`
+	Usage  orgUsageCmd  `cmd:"" help:"Outbound usage of an organisation in a month."`
 }
 
 type orgJSON struct {

@@ -74,6 +74,8 @@ type Serve struct {
 
 	TwilioAuthToken string        `name:"twilio-auth-token" env:"CATCHBOX_TWILIO_AUTH_TOKEN" help:"Twilio account auth token: verifies X-Twilio-Signature on POST /webhooks/twilio/sms (the webhook is off without it)."`
 	SMSRetention    time.Duration `name:"sms-retention" env:"CATCHBOX_SMS_RETENTION" default:"168h" help:"How long SMS messages are kept (0: the default, 7 days)."`
+
+	OutboundContentTTL time.Duration `name:"outbound-content-ttl" env:"CATCHBOX_OUTBOUND_CONTENT_TTL" default:"168h" help:"How long the bytes of outbound attachments and built messages are kept; afterwards attachment content is 410, metadata stays."`
 }
 
 // Validate checks values kong cannot, and fills derived defaults.
@@ -98,6 +100,9 @@ func (c *Serve) Validate() error {
 	}
 	if c.RetentionMax < time.Minute {
 		return fmt.Errorf("retention-max must be at least 60s")
+	}
+	if c.OutboundContentTTL < time.Minute {
+		return fmt.Errorf("outbound-content-ttl must be at least 1m")
 	}
 	if len(c.SMTPAddrs()) == 0 {
 		return fmt.Errorf("smtp-addr must name at least one address")

@@ -571,6 +571,7 @@ func TestOpenAPIConformance(t *testing.T) {
 
 		checkRawSource(c, plainID)
 		checkShareLinks(c, invoiceID, plainID, a.ID)
+		checkOutbound(c, plainID, invoiceID)
 		checkNamespaceSharing(c)
 		checkTOTP(c)
 		checkSMS(c)

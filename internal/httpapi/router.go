@@ -15,6 +15,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
@@ -30,6 +31,7 @@ type Deps struct {
 	SMTPEndpoint tenant.SMTPEndpoint
 	// Limits are the request limits of the groups; nil limits nothing.
 	Limits *Limits
+	Outbound     *outbound.API
 }
 
 // NewRouter returns the HTTP handler of the whole API: the middleware every
@@ -99,6 +101,16 @@ func routes(r chi.Router, d Deps) {
 	key.get("/api/devices/{deviceId}", d.TOTP.GetDeviceHandler)
 	key.get("/api/devices/{deviceId}/otp", d.TOTP.DeviceOTPHandler)
 	key.delete("/api/devices/{deviceId}", d.TOTP.DeleteDeviceHandler)
+
+	// Outbound email. /api/emails/send and /api/emails/outbound are static
+	// segments, which chi tries before the {emailId} and {namespace} above.
+	key.post("/api/emails/send", d.Outbound.SendEmailHandler)
+	key.post("/api/emails/{emailId}/reply", d.Outbound.ReplyToEmailHandler)
+	key.post("/api/emails/{emailId}/forward", d.Outbound.ForwardEmailHandler)
+	key.get("/api/emails/outbound", d.Outbound.ListOutboundHandler)
+	key.get("/api/emails/outbound/{outboundEmailId}", d.Outbound.GetOutboundHandler)
+	key.get("/api/emails/outbound/{outboundEmailId}/attachments/{attachmentId}", d.Outbound.OutboundAttachmentHandler)
+	key.post("/api/emails/outbound/{outboundEmailId}/cancel", d.Outbound.CancelOutboundHandler)
 }
 
 // group registers handlers on one group of the route table, one method each.

@@ -51,6 +51,7 @@
 package outbound
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
@@ -357,14 +358,14 @@ func (e Email) toJSON() emailJSON {
 }
 
 // MarshalJSON writes the summary form, the answer to send, reply and forward.
-func (e Email) MarshalJSON() ([]byte, error) { return json.Marshal(e.toJSON()) }
+func (e Email) MarshalJSON() ([]byte, error) { return marshalJSON(e.toJSON()) }
 
 // MarshalJSON writes the list form: the summary and the recipients.
 func (l ListItem) MarshalJSON() ([]byte, error) {
 	j := l.Email.toJSON()
 	rs := nonNil(l.Recipients)
 	j.Recipients = &rs
-	return json.Marshal(j)
+	return marshalJSON(j)
 }
 
 // MarshalJSON writes the detail form.
@@ -374,7 +375,7 @@ func (d Detail) MarshalJSON() ([]byte, error) {
 	as, rs, es := nonNil(d.Attachments), nonNil(d.Recipients), nonNil(d.Events)
 	sum := d.DeliverySummary()
 	j.Attachments, j.Recipients, j.Events, j.DeliverySummary = &as, &rs, &es, &sum
-	return json.Marshal(j)
+	return marshalJSON(j)
 }
 
 // nonNil makes an empty list [] in JSON rather than null.
@@ -428,7 +429,7 @@ type recipientJSON struct {
 // MarshalJSON writes the seed's OutboundRecipient.
 func (r Recipient) MarshalJSON() ([]byte, error) {
 	at := func(s DeliveryStatus) string { return optTime(r.At[s]) }
-	return json.Marshal(recipientJSON{ID: r.ID, Type: r.Type, Email: r.Email, Name: r.Name,
+	return marshalJSON(recipientJSON{ID: r.ID, Type: r.Type, Email: r.Email, Name: r.Name,
 		DeliveryStatus: r.Status, LastEventType: r.LastEventType, LastEventAt: optTime(r.LastEventAt),
 		AcceptedAt: at(DeliveryAccepted), QueuedAt: at(DeliveryQueued), SentAt: at(DeliverySent),
 		DelayedAt: at(DeliveryDelayed), DeferredAt: at(DeliveryDeferred), DeliveredAt: at(DeliveryDelivered),
@@ -454,7 +455,7 @@ type attachmentJSON struct {
 // MarshalJSON writes an attachment of the detail form; content_expired_at
 // appears once the bytes have expired.
 func (a Attachment) MarshalJSON() ([]byte, error) {
-	return json.Marshal(attachmentJSON{ID: a.ID, Filename: a.Filename, ContentType: a.ContentType, Size: a.Size,
+	return marshalJSON(attachmentJSON{ID: a.ID, Filename: a.Filename, ContentType: a.ContentType, Size: a.Size,
 		ContentID: a.ContentID, Disposition: a.Disposition, ContentExpiredAt: optTime(a.ContentExpiredAt)})
 }
 
@@ -472,7 +473,7 @@ type eventJSON struct {
 
 // MarshalJSON writes the seed's OutboundEvent.
 func (e Event) MarshalJSON() ([]byte, error) {
-	return json.Marshal(eventJSON{ID: e.ID, Provider: e.Provider, ProviderMessageID: e.ProviderMessageID,
+	return marshalJSON(eventJSON{ID: e.ID, Provider: e.Provider, ProviderMessageID: e.ProviderMessageID,
 		ProviderEventID: e.ProviderEventID, EventType: e.Type, EventSubtype: e.Subtype,
 		OccurredAt: httpx.Time(e.OccurredAt), CreatedAt: httpx.Time(e.CreatedAt), Recipients: nonNil(e.Recipients)})
 }
@@ -492,7 +493,7 @@ type eventRecipientJSON struct {
 
 // MarshalJSON writes one entry of an OutboundEvent's recipients.
 func (r EventRecipient) MarshalJSON() ([]byte, error) {
-	return json.Marshal(eventRecipientJSON(r))
+	return marshalJSON(eventRecipientJSON(r))
 }
 
 // ReturnPathLocal starts the local part of every return path: bounce+<token>.
@@ -543,4 +544,17 @@ func newReturnPathToken() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return strings.ToLower(tokenEncoding.EncodeToString(b[:]))
+}
+
+// marshalJSON is json.Marshal without its HTML escaping: the API writes <, >
+// and & as they are (httpx.WriteJSON), and a message_id or an html body
+// escaped as \u003c would read badly in every response.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

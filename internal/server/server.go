@@ -32,6 +32,8 @@ import (
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/notify"
+	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/smtpd"
@@ -73,6 +75,8 @@ type Service struct {
 
 	// Limits are the HTTP request limits; a test may set their clock.
 	Limits *httpapi.Limits
+	// Outbound is outbound email: send, reply, forward and what became of them.
+	Outbound *outbound.API
 
 	// SMTP serves the listeners Serve is given.
 	SMTP *smtpd.Server
@@ -235,6 +239,10 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		PublicURL:       s.publicURL,
 	}
 	s.TOTP = totp.NewService(db, key)
+	s.Outbound = &outbound.API{Store: outbound.NewStore(db), DB: db, Jobs: s.Jobs, Tenants: s.Tenants,
+		Searcher: s.Searcher, Routes: routing.New(cfg.MailDomain, s.Tenants)}
+	s.Outbound.Store.ContentTTL = cfg.OutboundContentTTL
+	s.Jobs.Register(outbound.DeliveryKind, outbound.HoldDelivery, jobs.Limits{})
 	s.Handler = httpapi.NewRouter(httpapi.Deps{
 		Tenants:      s.Tenants,
 		Inbox:        s.Inbox,
@@ -242,6 +250,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		TOTP:         s.TOTP,
 		SMTPEndpoint: s.smtpEndpoint,
 		Limits:       s.Limits,
+		Outbound:     s.Outbound,
 	})
 
 	s.SMTP = smtpd.New(smtpd.Config{
@@ -263,6 +272,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		s.every("reaper", store.ReapJob(db, "Deleted expired emails", inbox.Reap)),
 		s.every("sms-reaper", store.ReapJob(db, "Deleted expired SMS messages", sms.Reap)),
 		{Name: "jobs", Run: s.runJobs},
+		s.every("outbound-content-expiry", s.Outbound.Store.ExpireJob),
 	}
 	return s, nil
 }
