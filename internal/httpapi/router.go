@@ -28,10 +28,10 @@ type Deps struct {
 	Inbox        *inbox.API
 	SMS          *sms.API
 	TOTP         *totp.Service
+	Outbound     *outbound.API
 	SMTPEndpoint tenant.SMTPEndpoint
 	// Limits are the request limits of the groups; nil limits nothing.
 	Limits *Limits
-	Outbound     *outbound.API
 }
 
 // NewRouter returns the HTTP handler of the whole API: the middleware every
