@@ -76,6 +76,55 @@ type Serve struct {
 	SMSRetention    time.Duration `name:"sms-retention" env:"CATCHBOX_SMS_RETENTION" default:"168h" help:"How long SMS messages are kept (0: the default, 7 days)."`
 
 	OutboundContentTTL time.Duration `name:"outbound-content-ttl" env:"CATCHBOX_OUTBOUND_CONTENT_TTL" default:"168h" help:"How long the bytes of outbound attachments and built messages are kept; afterwards attachment content is 410, metadata stays."`
+	Deliverability     `embed:""`
+}
+
+// Deliverability configures deliverability reports and spam scores
+// (internal/deliverability).
+type Deliverability struct {
+	DNSServer          string        `name:"dns-server" env:"CATCHBOX_DNS_SERVER" help:"DNS server every deliverability lookup asks, host:port (default: the nameservers of /etc/resolv.conf)."`
+	DNSTimeout         time.Duration `name:"dns-timeout" env:"CATCHBOX_DNS_TIMEOUT" default:"2s" help:"Time limit of one DNS query of a deliverability report."`
+	SpamdAddr          string        `name:"spamd-addr" env:"CATCHBOX_SPAMD_ADDR" help:"SpamAssassin spamd address, host:port: enables spam_score on received emails and the report's spamassassin section."`
+	SpamdTimeout       time.Duration `name:"spamd-timeout" env:"CATCHBOX_SPAMD_TIMEOUT" default:"30s" help:"Time limit of one spamd scan."`
+	SpamdWorkers       int           `name:"spamd-workers" env:"CATCHBOX_SPAMD_WORKERS" default:"4" help:"Emails one replica scores with spamd at once."`
+	DNSBLIPZones       string        `name:"dnsbl-ip-zones" env:"CATCHBOX_DNSBL_IP_ZONES" default:"zen.spamhaus.org,bl.spamcop.net" help:"DNS blocklists asked about the client IP, comma separated; none to ask none."`
+	DNSBLDomainZones   string        `name:"dnsbl-domain-zones" env:"CATCHBOX_DNSBL_DOMAIN_ZONES" default:"dbl.spamhaus.org" help:"DNS blocklists asked about the From and link domains, comma separated; none to ask none."`
+	ReportTimeout      time.Duration `name:"report-timeout" env:"CATCHBOX_REPORT_TIMEOUT" default:"30s" help:"Time limit of one deliverability report."`
+	ReportCheckTimeout time.Duration `name:"report-check-timeout" env:"CATCHBOX_REPORT_CHECK_TIMEOUT" default:"20s" help:"Time limit of each check of a deliverability report."`
+	ReportWorkers      int           `name:"report-workers" env:"CATCHBOX_REPORT_WORKERS" default:"4" help:"Deliverability reports one replica makes at once."`
+}
+
+// Zones splits a comma separated list of blocklist zones; "none" is none.
+func Zones(list string) []string {
+	var out []string
+	for _, z := range strings.Split(list, ",") {
+		z = strings.ToLower(strings.Trim(strings.TrimSpace(z), "."))
+		if z != "" && z != "none" {
+			out = append(out, z)
+		}
+	}
+	return out
+}
+
+// validate checks the deliverability settings.
+func (d *Deliverability) validate() error {
+	if d.DNSTimeout <= 0 || d.SpamdTimeout <= 0 || d.ReportTimeout <= 0 || d.ReportCheckTimeout <= 0 {
+		return fmt.Errorf("dns-timeout, spamd-timeout, report-timeout and report-check-timeout must be positive")
+	}
+	if d.SpamdWorkers < 1 || d.ReportWorkers < 1 {
+		return fmt.Errorf("spamd-workers and report-workers must be at least 1")
+	}
+	if d.DNSServer != "" {
+		if _, _, err := net.SplitHostPort(d.DNSServer); err != nil {
+			d.DNSServer = net.JoinHostPort(d.DNSServer, "53")
+		}
+	}
+	if d.SpamdAddr != "" {
+		if _, _, err := net.SplitHostPort(d.SpamdAddr); err != nil {
+			return fmt.Errorf("spamd-addr must be host:port: %w", err)
+		}
+	}
+	return nil
 }
 
 // Validate checks values kong cannot, and fills derived defaults.
@@ -114,7 +163,7 @@ func (c *Serve) Validate() error {
 		}
 	}
 	c.MailDomain = strings.ToLower(strings.TrimSuffix(c.MailDomain, "."))
-	return nil
+	return c.Deliverability.validate()
 }
 
 // validateRateLimits checks the request and AUTH limits: a rate is a finite

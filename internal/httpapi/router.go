@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/catchbox/catchbox/internal/deliverability"
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/outbound"
@@ -32,6 +33,8 @@ type Deps struct {
 	SMTPEndpoint tenant.SMTPEndpoint
 	// Limits are the request limits of the groups; nil limits nothing.
 	Limits *Limits
+
+	Deliverability *deliverability.Service
 }
 
 // NewRouter returns the HTTP handler of the whole API: the middleware every
@@ -111,6 +114,8 @@ func routes(r chi.Router, d Deps) {
 	key.get("/api/emails/outbound/{outboundEmailId}", d.Outbound.GetOutboundHandler)
 	key.get("/api/emails/outbound/{outboundEmailId}/attachments/{attachmentId}", d.Outbound.OutboundAttachmentHandler)
 	key.post("/api/emails/outbound/{outboundEmailId}/cancel", d.Outbound.CancelOutboundHandler)
+	key.post("/api/emails/{emailId}/deliverability-report", d.Deliverability.RequestReportHandler)
+	key.get("/api/emails/{emailId}/deliverability-report", d.Deliverability.GetReportHandler)
 }
 
 // group registers handlers on one group of the route table, one method each.

@@ -113,6 +113,8 @@ type Ingester struct {
 
 	maxBatchRows  int
 	maxBatchBytes int64
+
+	hooks []IngestHook // run for each stored email, in its transaction (OnIngest)
 }
 
 // NewIngester starts the ingester's writers: one on SQLite (it has one writer at a
@@ -439,6 +441,9 @@ func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) (stored 
 			for _, req := range reqs {
 				for _, r := range req.rows {
 					if _, err := insertRow(ctx, tx, r, rawIDs); err != nil {
+						return err
+					}
+					if err := in.runHooks(ctx, tx, r); err != nil {
 						return err
 					}
 				}

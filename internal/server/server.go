@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/config"
+	"github.com/catchbox/catchbox/internal/deliverability"
 	"github.com/catchbox/catchbox/internal/httpapi"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
@@ -72,6 +73,8 @@ type Service struct {
 	// Jobs is the durable queue of background work; features register their
 	// kinds of job with it in New, and the "jobs" worker runs them.
 	Jobs *jobs.Queue
+	// Deliverability makes deliverability reports and spam scores.
+	Deliverability *deliverability.Service
 
 	// Limits are the HTTP request limits; a test may set their clock.
 	Limits *httpapi.Limits
@@ -243,6 +246,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		Searcher: s.Searcher, Routes: routing.New(cfg.MailDomain, s.Tenants)}
 	s.Outbound.Store.ContentTTL = cfg.OutboundContentTTL
 	s.Jobs.Register(outbound.DeliveryKind, outbound.HoldDelivery, jobs.Limits{})
+	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
 	s.Handler = httpapi.NewRouter(httpapi.Deps{
 		Tenants:      s.Tenants,
 		Inbox:        s.Inbox,
@@ -251,6 +255,8 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		SMTPEndpoint: s.smtpEndpoint,
 		Limits:       s.Limits,
 		Outbound:     s.Outbound,
+
+		Deliverability: s.Deliverability,
 	})
 
 	s.SMTP = smtpd.New(smtpd.Config{
@@ -273,8 +279,31 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		s.every("sms-reaper", store.ReapJob(db, "Deleted expired SMS messages", sms.Reap)),
 		{Name: "jobs", Run: s.runJobs},
 		s.every("outbound-content-expiry", s.Outbound.Store.ExpireJob),
+		s.every("deliverability-prune", s.Deliverability.Prune),
 	}
 	return s, nil
+}
+
+// newDeliverability builds deliverability reports from the configuration:
+// one resolver for every lookup, the configured blocklists, and spamd when
+// it is set, which also gives every received email its spam_score.
+func newDeliverability(cfg config.Serve, db *store.DB, q *jobs.Queue, searcher *inbox.Searcher, tenants *tenant.Service, ing *inbox.Ingester) *deliverability.Service {
+	d := cfg.Deliverability
+	a := &deliverability.Analyzer{
+		Resolver:     deliverability.NewResolver(d.DNSServer, d.DNSTimeout),
+		Zones:        deliverability.Zones{IP: config.Zones(d.DNSBLIPZones), Domain: config.Zones(d.DNSBLDomainZones)},
+		ByHost:       cfg.MailDomain,
+		RunTimeout:   d.ReportTimeout,
+		CheckTimeout: d.ReportCheckTimeout,
+	}
+	if d.SpamdAddr != "" {
+		a.Spamd = &deliverability.Spamd{Addr: d.SpamdAddr, Timeout: d.SpamdTimeout}
+	}
+	svc := deliverability.New(deliverability.Config{Analyzer: a, Workers: d.ReportWorkers}, db, q, searcher, tenants)
+	if a.Spamd != nil {
+		svc.ScoreOnIngest(ing, d.SpamdWorkers)
+	}
+	return svc
 }
 
 // runJobs runs the job queue's workers until ctx ends, then lets the jobs under
