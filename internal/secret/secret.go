@@ -92,6 +92,13 @@ func (k *Key) Derive(n int, purpose string, parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(k.mac(purpose, parts...)[:n])
 }
 
+// Hex returns a stable secret for purpose and parts as n bytes (n <= 32) in
+// lower-case hexadecimal, for places that fold case, such as the local part of
+// a mail address.
+func (k *Key) Hex(n int, purpose string, parts ...string) string {
+	return hex.EncodeToString(k.mac(purpose, parts...)[:n])
+}
+
 // Sign returns a signature over purpose, id and the expiry.
 func (k *Key) Sign(purpose, id string, expires time.Time) string {
 	return base64.RawURLEncoding.EncodeToString(k.mac(purpose, id, strconv.FormatInt(expires.Unix(), 10))[:20])
