@@ -1,0 +1,219 @@
+// Package relaytest is an SMTP relay for tests of outbound delivery: a real
+// go-smtp server on a loopback port that requires AUTH PLAIN, answers each
+// RCPT as the test says for that address, and records every message it
+// accepted with its envelope, so that a test can prove what was sent and how
+// often.
+//
+// By default it answers by the address's local part, so that end-to-end
+// tests can choose an outcome without configuring the relay: one starting
+// with "defer" is 451 4.2.0, one starting with "bounce" is 550 5.1.1, any
+// other 250.
+package relaytest
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+)
+
+// Message is one message the relay accepted.
+type Message struct {
+	From string
+	To   []string // the recipients it accepted
+	Data []byte
+	// QueueID is the id its 250 to the data named ("queued as <id>").
+	QueueID string
+}
+
+// Server is a running relay.
+type Server struct {
+	// Addr is its host:port on 127.0.0.1.
+	Addr               string
+	Username, Password string
+
+	srv *smtp.Server
+	ln  net.Listener
+	seq atomic.Int64
+
+	mu        sync.Mutex
+	rcpt      map[string]*smtp.SMTPError // by lower-case address: the reply to its RCPT
+	data      *smtp.SMTPError            // the reply to the data, nil: 250
+	received  []Message
+	rcpts     map[string]int // RCPTs seen per address, accepted or not
+	authFails int
+}
+
+// Start starts a relay on 127.0.0.1 with the credentials; Close stops it.
+func Start(username, password string) (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Addr: ln.Addr().String(), Username: username, Password: password, ln: ln,
+		rcpt: map[string]*smtp.SMTPError{}, rcpts: map[string]int{}}
+	s.srv = smtp.NewServer(backend{s})
+	s.srv.Domain = "relay.test"
+	s.srv.AllowInsecureAuth = true
+	s.srv.ReadTimeout, s.srv.WriteTimeout = time.Minute, time.Minute
+	s.srv.MaxMessageBytes = 64 << 20
+	s.srv.EnableSMTPUTF8 = true
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// URL is the CATCHBOX_RELAY_URL of the relay, without TLS.
+func (s *Server) URL() string {
+	return fmt.Sprintf("smtp://%s:%s@%s?tls=none", s.Username, s.Password, s.Addr)
+}
+
+// Close stops the relay. The listener is closed here too: Serve may not
+// have taken it yet when Close comes right after Start.
+func (s *Server) Close() error {
+	s.ln.Close()
+	return s.srv.Close()
+}
+
+// Reply sets the reply to RCPT TO of addr: code and enhanced code and text
+// (code 250 accepts it).
+func (s *Server) Reply(addr string, code int, enhanced smtp.EnhancedCode, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rcpt[strings.ToLower(addr)] = &smtp.SMTPError{Code: code, EnhancedCode: enhanced, Message: text}
+}
+
+// DataReply sets the reply to the end of the data; code 0 restores 250.
+func (s *Server) DataReply(code int, enhanced smtp.EnhancedCode, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if code == 0 {
+		s.data = nil
+		return
+	}
+	s.data = &smtp.SMTPError{Code: code, EnhancedCode: enhanced, Message: text}
+}
+
+// Received returns the messages accepted so far, oldest first.
+func (s *Server) Received() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Message(nil), s.received...)
+}
+
+// Delivered counts how many accepted messages named addr as a recipient.
+func (s *Server) Delivered(addr string) int {
+	n := 0
+	for _, m := range s.Received() {
+		for _, to := range m.To {
+			if strings.EqualFold(to, addr) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Rcpts counts the RCPT TO commands naming addr, whatever their reply.
+func (s *Server) Rcpts(addr string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rcpts[strings.ToLower(addr)]
+}
+
+// AuthFailures counts the failed AUTH attempts.
+func (s *Server) AuthFailures() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.authFails
+}
+
+// replyFor is the reply to RCPT TO of addr: the one set, or the default by
+// its local part.
+func (s *Server) replyFor(addr string) *smtp.SMTPError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	addr = strings.ToLower(addr)
+	s.rcpts[addr]++
+	if r, ok := s.rcpt[addr]; ok {
+		return r
+	}
+	switch {
+	case strings.HasPrefix(addr, "defer"):
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 2, 0}, Message: "Mailbox busy, try again later"}
+	case strings.HasPrefix(addr, "bounce"):
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "User unknown"}
+	}
+	return nil
+}
+
+type backend struct{ s *Server }
+
+func (b backend) NewSession(*smtp.Conn) (smtp.Session, error) { return &session{s: b.s}, nil }
+
+type session struct {
+	s      *Server
+	authed bool
+	from   string
+	to     []string
+}
+
+func (se *session) AuthMechanisms() []string { return []string{sasl.Plain} }
+
+func (se *session) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(identity, username, password string) error {
+		if username != se.s.Username || password != se.s.Password {
+			se.s.mu.Lock()
+			se.s.authFails++
+			se.s.mu.Unlock()
+			return &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
+		}
+		se.authed = true
+		return nil
+	}), nil
+}
+
+var errAuthRequired = &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "Authentication required"}
+
+func (se *session) Mail(from string, _ *smtp.MailOptions) error {
+	if !se.authed {
+		return errAuthRequired
+	}
+	se.from = from
+	return nil
+}
+
+func (se *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if !se.authed {
+		return errAuthRequired
+	}
+	if r := se.s.replyFor(to); r != nil && r.Code != 250 {
+		return r
+	}
+	se.to = append(se.to, to)
+	return nil
+}
+
+func (se *session) Data(r io.Reader) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	se.s.mu.Lock()
+	defer se.s.mu.Unlock()
+	if se.s.data != nil {
+		return se.s.data
+	}
+	id := fmt.Sprintf("RLY%06d", se.s.seq.Add(1))
+	se.s.received = append(se.s.received, Message{From: se.from, To: append([]string(nil), se.to...), Data: data, QueueID: id})
+	return &smtp.SMTPError{Code: 250, EnhancedCode: smtp.EnhancedCode{2, 0, 0}, Message: "OK: queued as " + id}
+}
+
+func (se *session) Reset() { se.from, se.to = "", nil }
+
+func (se *session) Logout() error { return nil }
