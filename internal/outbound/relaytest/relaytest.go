@@ -30,6 +30,8 @@ type Message struct {
 	Data []byte
 	// QueueID is the id its 250 to the data named ("queued as <id>").
 	QueueID string
+	// At is when the relay accepted it, just before its 250.
+	At time.Time
 }
 
 // Server is a running relay.
@@ -48,11 +50,18 @@ type Server struct {
 	received  []Message
 	rcpts     map[string]int // RCPTs seen per address, accepted or not
 	authFails int
+	rcptDelay time.Duration
+	notify    func(Message)
 }
 
 // Start starts a relay on 127.0.0.1 with the credentials; Close stops it.
 func Start(username, password string) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return StartOn("127.0.0.1:0", username, password)
+}
+
+// StartOn is Start on the address addr.
+func StartOn(addr, username, password string) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +108,23 @@ func (s *Server) DataReply(code int, enhanced smtp.EnhancedCode, text string) {
 	s.data = &smtp.SMTPError{Code: code, EnhancedCode: enhanced, Message: text}
 }
 
+// RcptDelay makes the relay wait d before it answers each RCPT, so that a
+// test can stop its client in the middle of a transaction.
+func (s *Server) RcptDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rcptDelay = d
+}
+
+// Notify calls fn with each message the relay accepts, before its 250, on
+// the session's goroutine and under the relay's lock: fn must not call the
+// relay's methods.
+func (s *Server) Notify(fn func(Message)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notify = fn
+}
+
 // Received returns the messages accepted so far, oldest first.
 func (s *Server) Received() []Message {
 	s.mu.Lock()
@@ -140,6 +166,11 @@ func (s *Server) replyFor(addr string) *smtp.SMTPError {
 	defer s.mu.Unlock()
 	addr = strings.ToLower(addr)
 	s.rcpts[addr]++
+	if d := s.rcptDelay; d > 0 {
+		s.mu.Unlock()
+		time.Sleep(d)
+		s.mu.Lock()
+	}
 	if r, ok := s.rcpt[addr]; ok {
 		return r
 	}
@@ -210,7 +241,11 @@ func (se *session) Data(r io.Reader) error {
 		return se.s.data
 	}
 	id := fmt.Sprintf("RLY%06d", se.s.seq.Add(1))
-	se.s.received = append(se.s.received, Message{From: se.from, To: append([]string(nil), se.to...), Data: data, QueueID: id})
+	m := Message{From: se.from, To: append([]string(nil), se.to...), Data: data, QueueID: id, At: time.Now()}
+	se.s.received = append(se.s.received, m)
+	if se.s.notify != nil {
+		se.s.notify(m)
+	}
 	return &smtp.SMTPError{Code: 250, EnhancedCode: smtp.EnhancedCode{2, 0, 0}, Message: "OK: queued as " + id}
 }
 
