@@ -111,14 +111,20 @@ func (d *Deliverer) Deliver(ctx context.Context, job *jobs.Job) error {
 	if len(todo) == 0 {
 		return job.Finish(ctx, nil, nil)
 	}
-	err = d.DB.InTx(ctx, func(tx *store.Tx) error {
-		_, err := d.Store.MarkSending(ctx, tx, e.ID)
-		return err
-	})
-	if err != nil {
-		return err
-	}
 	a := d.plan(ctx, e, todo)
+	if len(a.external) > 0 && d.Relay != nil {
+		// The relay's conversation takes a while: show the message sending
+		// meanwhile. Not made durable on its own: lost in a crash, it is
+		// made again by the next attempt, and the results' commit (Finish)
+		// is durable and implies it.
+		err = d.DB.InTxUnsynced(ctx, func(tx *store.Tx) error {
+			_, err := d.Store.MarkSending(ctx, tx, e.ID)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
 	now := d.now()
 	deadline := e.CreatedAt.Add(d.maxAge())
 	source, err := d.Store.Source(ctx, e.ID)

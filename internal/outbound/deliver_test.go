@@ -20,7 +20,7 @@ import (
 )
 
 // startRelay starts a test relay requiring AUTH, closed when t ends.
-func startRelay(t *testing.T) *relaytest.Server {
+func startRelay(t testing.TB) *relaytest.Server {
 	t.Helper()
 	r, err := relaytest.Start("catchbox", "relay-secret")
 	if err != nil {
@@ -33,7 +33,7 @@ func startRelay(t *testing.T) *relaytest.Server {
 // newDeliveryEnv is newAPIEnv with the relay URL set (none when "") and the
 // job queue running, on the test's clock: the queue's, the deliverer's and
 // the outbound store's are one.
-func newDeliveryEnv(t *testing.T, db *store.DB, relayURL string) *apiEnv {
+func newDeliveryEnv(t testing.TB, db *store.DB, relayURL string) *apiEnv {
 	t.Helper()
 	e := newAPIEnvWith(t, db, func(c *config.Serve) { c.RelayURL = relayURL })
 	e.clock.now = time.Now().UTC().Truncate(time.Millisecond)
