@@ -2,6 +2,7 @@ package outbound_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,7 +36,17 @@ func startRelay(t testing.TB) *relaytest.Server {
 // the outbound store's are one.
 func newDeliveryEnv(t testing.TB, db *store.DB, relayURL string) *apiEnv {
 	t.Helper()
+	return newDeliveryEnvWith(t, db, relayURL, nil)
+}
+
+// newDeliveryEnvWith is newDeliveryEnv with the service changed by before,
+// ahead of the queue's start.
+func newDeliveryEnvWith(t testing.TB, db *store.DB, relayURL string, before func(*apiEnv)) *apiEnv {
+	t.Helper()
 	e := newAPIEnvWith(t, db, func(c *config.Serve) { c.RelayURL = relayURL })
+	if before != nil {
+		before(e)
+	}
 	e.clock.now = time.Now().UTC().Truncate(time.Millisecond)
 	e.svc.Jobs.SetClock(e.clock.Now)
 	e.svc.Deliverer.Now = e.clock.Now
@@ -355,4 +366,40 @@ func TestInternalDeliveryWakesWait(t *testing.T) {
 			t.Fatalf("held wait answered %d %s", r.status, r.body)
 		}
 	})
+}
+
+// TestDeliveryOverTLS: with tls=starttls and tls=tls the relay is reached over
+// TLS (the test relay refuses AUTH in clear) and its certificate is checked:
+// trusted, the message is sent; not trusted, the attempt is deferred.
+func TestDeliveryOverTLS(t *testing.T) {
+	for _, mode := range []string{"starttls", "tls"} {
+		t.Run(mode, func(t *testing.T) {
+			relay, err := relaytest.StartTLS("catchbox", "relay-secret", mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer relay.Close()
+			for _, trusted := range []bool{true, false} {
+				t.Run(fmt.Sprintf("trusted=%v", trusted), func(t *testing.T) {
+					e := newDeliveryEnvWith(t, storetest.Open(t, store.SQLite), relay.URL(), func(e *apiEnv) {
+						if trusted {
+							e.svc.Deliverer.Relay.TLSConfig = &tls.Config{RootCAs: relay.RootCAs, ServerName: "127.0.0.1"}
+						}
+					})
+					addr := fmt.Sprintf("partner-%s-%v@example.com", mode, trusted)
+					e.verify(e.org.ID, addr)
+					s := e.send("default", map[string]any{"to": []string{addr}, "subject": "over " + mode, "text": "x"})
+					d := e.until(s.ID, "the attempt", settled(1))
+					r := recipient(t, d, addr)
+					switch {
+					case trusted && (r.Status != outbound.DeliverySent || relay.Delivered(addr) != 1):
+						t.Errorf("trusted relay: %+v, %d copies received", r, relay.Delivered(addr))
+					case !trusted && (r.Status != outbound.DeliveryDeferred || relay.Delivered(addr) != 0 ||
+						!strings.Contains(d.Events[len(d.Events)-1].Recipients[0].DiagnosticCode, "certificate")):
+						t.Errorf("untrusted relay: %+v, events %+v", r, d.Events)
+					}
+				})
+			}
+		})
+	}
 }

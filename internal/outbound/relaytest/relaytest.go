@@ -11,8 +11,15 @@
 package relaytest
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"strings"
 	"sync"
@@ -39,6 +46,9 @@ type Server struct {
 	// Addr is its host:port on 127.0.0.1.
 	Addr               string
 	Username, Password string
+	// RootCAs trusts the relay's certificate (TLS modes only).
+	RootCAs *x509.CertPool
+	mode    string // none, starttls or tls
 
 	srv *smtp.Server
 	ln  net.Listener
@@ -61,15 +71,42 @@ func Start(username, password string) (*Server, error) {
 
 // StartOn is Start on the address addr.
 func StartOn(addr, username, password string) (*Server, error) {
+	return start(addr, username, password, "none")
+}
+
+// StartTLS starts a relay on 127.0.0.1 that speaks TLS: "starttls" offers
+// STARTTLS (RFC 3207), "tls" is TLS from the first byte (RFC 8314). Its
+// certificate is self-signed for 127.0.0.1, trusted by RootCAs; AUTH is
+// refused before TLS.
+func StartTLS(username, password, mode string) (*Server, error) {
+	return start("127.0.0.1:0", username, password, mode)
+}
+
+func start(addr, username, password, mode string) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Addr: ln.Addr().String(), Username: username, Password: password, ln: ln,
+	s := &Server{Addr: ln.Addr().String(), Username: username, Password: password, ln: ln, mode: mode,
 		rcpt: map[string]*smtp.SMTPError{}, rcpts: map[string]int{}}
 	s.srv = smtp.NewServer(backend{s})
 	s.srv.Domain = "relay.test"
-	s.srv.AllowInsecureAuth = true
+	s.srv.AllowInsecureAuth = mode == "none"
+	if mode != "none" {
+		cert, pool, err := selfSigned()
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		s.RootCAs = pool
+		cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if mode == "tls" {
+			s.ln = tls.NewListener(ln, cfg)
+			ln = s.ln
+		} else {
+			s.srv.TLSConfig = cfg
+		}
+	}
 	s.srv.ReadTimeout, s.srv.WriteTimeout = time.Minute, time.Minute
 	s.srv.MaxMessageBytes = 64 << 20
 	s.srv.EnableSMTPUTF8 = true
@@ -77,9 +114,34 @@ func StartOn(addr, username, password string) (*Server, error) {
 	return s, nil
 }
 
-// URL is the CATCHBOX_RELAY_URL of the relay, without TLS.
+// URL is the CATCHBOX_RELAY_URL of the relay.
 func (s *Server) URL() string {
-	return fmt.Sprintf("smtp://%s:%s@%s?tls=none", s.Username, s.Password, s.Addr)
+	return fmt.Sprintf("smtp://%s:%s@%s?tls=%s", s.Username, s.Password, s.Addr, s.mode)
+}
+
+// selfSigned makes a certificate for 127.0.0.1 and a pool that trusts it.
+func selfSigned() (tls.Certificate, *x509.CertPool, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "relaytest"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, nil
 }
 
 // Close stops the relay. The listener is closed here too: Serve may not
