@@ -76,6 +76,8 @@ type Serve struct {
 	SMSRetention    time.Duration `name:"sms-retention" env:"CATCHBOX_SMS_RETENTION" default:"168h" help:"How long SMS messages are kept (0: the default, 7 days)."`
 
 	OutboundContentTTL time.Duration `name:"outbound-content-ttl" env:"CATCHBOX_OUTBOUND_CONTENT_TTL" default:"168h" help:"How long the bytes of outbound attachments and built messages are kept; afterwards attachment content is 410, metadata stays."`
+	RelayURL           string        `name:"relay-url" env:"CATCHBOX_RELAY_URL" help:"SMTP relay of outbound mail to external recipients, smtp://user:pass@host:port?tls=starttls|tls|none (default: none; external recipients then fail at once)."`
+	OutboundMaxAge     time.Duration `name:"outbound-max-age" env:"CATCHBOX_OUTBOUND_MAX_AGE" default:"24h" help:"How long after its creation an outbound message is retried for a deferred (4xx) recipient before the recipient is expired."`
 	Deliverability     `embed:""`
 }
 
@@ -152,6 +154,12 @@ func (c *Serve) Validate() error {
 	}
 	if c.OutboundContentTTL < time.Minute {
 		return fmt.Errorf("outbound-content-ttl must be at least 1m")
+	}
+	if c.OutboundMaxAge < time.Minute {
+		return fmt.Errorf("outbound-max-age must be at least 1m")
+	}
+	if _, err := c.Relay(); err != nil {
+		return err
 	}
 	if len(c.SMTPAddrs()) == 0 {
 		return fmt.Errorf("smtp-addr must name at least one address")

@@ -80,6 +80,9 @@ type Service struct {
 	Limits *httpapi.Limits
 	// Outbound is outbound email: send, reply, forward and what became of them.
 	Outbound *outbound.API
+	// Deliverer delivers outbound email from the job queue; a test may set
+	// its clock (with the queue's) and its relay's TLS configuration.
+	Deliverer *outbound.Deliverer
 
 	// SMTP serves the listeners Serve is given.
 	SMTP *smtpd.Server
@@ -245,7 +248,17 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Outbound = &outbound.API{Store: outbound.NewStore(db), DB: db, Jobs: s.Jobs, Tenants: s.Tenants,
 		Searcher: s.Searcher, Routes: routing.New(cfg.MailDomain, s.Tenants)}
 	s.Outbound.Store.ContentTTL = cfg.OutboundContentTTL
-	s.Jobs.Register(outbound.DeliveryKind, outbound.HoldDelivery, jobs.Limits{})
+	relay, err := cfg.Relay()
+	if err != nil {
+		return nil, err
+	}
+	s.Deliverer = &outbound.Deliverer{Store: s.Outbound.Store, DB: db, Routes: s.Outbound.Routes, Key: key,
+		Ingester: s.Ingester, MaxAge: cfg.OutboundMaxAge}
+	if relay != nil {
+		s.Deliverer.Relay = &outbound.Relay{Relay: *relay, HeloName: cfg.MailDomain}
+		slog.Info("Outbound mail to external recipients goes through the relay", "relay", relay.String())
+	}
+	s.Jobs.Register(outbound.DeliveryKind, s.Deliverer.Deliver, outbound.DeliveryLimits)
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
 	s.Handler = httpapi.NewRouter(httpapi.Deps{
 		Tenants:      s.Tenants,
