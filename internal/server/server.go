@@ -272,6 +272,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		AuthLockout:     cfg.SMTPAuthLockout,
 		TLSConfig:       tlsConfig,
 		RequireTLS:      cfg.SMTPRequireTLS,
+		Returns:         &outbound.Returns{Store: s.Outbound.Store, Routes: s.Outbound.Routes, Key: key},
 	}, s.Tenants, s.Ingester)
 
 	s.Workers = []Worker{
