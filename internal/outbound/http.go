@@ -34,6 +34,8 @@ type API struct {
 	// SMTP listener applies (internal/routing); its domain is the mail
 	// domain of senders and Message-IDs.
 	Routes *routing.Rule
+	// Verifier mails and checks the verification links of destinations.
+	Verifier *Verifier
 }
 
 // DefaultSenderLocal is the local part of the sender of a message whose

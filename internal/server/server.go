@@ -245,6 +245,9 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Outbound = &outbound.API{Store: outbound.NewStore(db), DB: db, Jobs: s.Jobs, Tenants: s.Tenants,
 		Searcher: s.Searcher, Routes: routing.New(cfg.MailDomain, s.Tenants)}
 	s.Outbound.Store.ContentTTL = cfg.OutboundContentTTL
+	s.Outbound.Verifier = &outbound.Verifier{Store: s.Outbound.Store, Key: key, PublicURL: s.publicURL,
+		MailDomain: s.Outbound.Routes.Domain(), RelayURL: cfg.RelayURL}
+	s.Jobs.Register(outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{})
 	s.Jobs.Register(outbound.DeliveryKind, outbound.HoldDelivery, jobs.Limits{})
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
 	s.Handler = httpapi.NewRouter(httpapi.Deps{
