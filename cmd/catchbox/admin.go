@@ -23,10 +23,11 @@ type adminCmd struct {
 	RetentionMax time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention a namespace may set."`
 	JSON         bool          `name:"json" help:"Print the created or changed object as one JSON object."`
 
-	Org       orgCmd       `cmd:"" help:"Organisations."`
-	Key       keyCmd       `cmd:"" help:"API keys."`
-	Namespace namespaceCmd `cmd:"" help:"Namespaces (inboxes)."`
-	SMSNumber smsNumberCmd `cmd:"" name:"sms-number" help:"SMS numbers."`
+	Org         orgCmd         `cmd:"" help:"Organisations."`
+	Key         keyCmd         `cmd:"" help:"API keys."`
+	Namespace   namespaceCmd   `cmd:"" help:"Namespaces (inboxes)."`
+	SMSNumber   smsNumberCmd   `cmd:"" name:"sms-number" help:"SMS numbers."`
+	Destination destinationCmd `cmd:"" help:"Verified external destinations of outbound mail."`
 }
 
 // adminEnv is what every admin command works with.

@@ -75,8 +75,8 @@ type Serve struct {
 	TwilioAuthToken string        `name:"twilio-auth-token" env:"CATCHBOX_TWILIO_AUTH_TOKEN" help:"Twilio account auth token: verifies X-Twilio-Signature on POST /webhooks/twilio/sms (the webhook is off without it)."`
 	SMSRetention    time.Duration `name:"sms-retention" env:"CATCHBOX_SMS_RETENTION" default:"168h" help:"How long SMS messages are kept (0: the default, 7 days)."`
 
+	RelayURL           string        `name:"relay-url" env:"CATCHBOX_RELAY_URL" help:"Outbound relay, smtp://user:pass@host:port?tls=starttls|tls|none (default: none; external delivery fails with a clear failure_reason)."`
 	OutboundContentTTL time.Duration `name:"outbound-content-ttl" env:"CATCHBOX_OUTBOUND_CONTENT_TTL" default:"168h" help:"How long the bytes of outbound attachments and built messages are kept; afterwards attachment content is 410, metadata stays."`
-	RelayURL           string        `name:"relay-url" env:"CATCHBOX_RELAY_URL" help:"SMTP relay of outbound mail to external recipients, smtp://user:pass@host:port?tls=starttls|tls|none (default: none; external recipients then fail at once)."`
 	OutboundMaxAge     time.Duration `name:"outbound-max-age" env:"CATCHBOX_OUTBOUND_MAX_AGE" default:"24h" help:"How long after its creation an outbound message is retried for a deferred (4xx) recipient before the recipient is expired."`
 	Deliverability     `embed:""`
 }

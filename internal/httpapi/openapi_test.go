@@ -28,6 +28,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/store"
@@ -52,6 +53,8 @@ type apiEnv struct {
 	key      string // organisation "default"
 	otherKey string // organisation "other"
 	ns       tenant.Namespace
+	// verifier makes the verification links of destinations.
+	verifier *outbound.Verifier
 	// skew is added to the real time of the TOTP service's clock, so a device can
 	// be made to expire without waiting.
 	skew atomic.Int64
@@ -76,7 +79,7 @@ func newAPIEnv(t *testing.T, db *store.DB) *apiEnv {
 	cfg.TwilioAuthToken = twilioToken
 	svc := servertest.New(t, db, cfg)
 	e := &apiEnv{t: t, db: db, tenants: svc.Tenants, ingester: svc.Ingester, totp: svc.TOTP, sms: svc.SMS.Service,
-		handler: svc.Handler, key: svc.NewKey}
+		handler: svc.Handler, key: svc.NewKey, verifier: svc.Outbound.Verifier}
 	other, err := e.tenants.CreateOrg(ctx, "other", 100, true)
 	if err != nil {
 		t.Fatal(err)
@@ -572,6 +575,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		checkRawSource(c, plainID)
 		checkShareLinks(c, invoiceID, plainID, a.ID)
 		checkOutbound(c, plainID, invoiceID)
+		checkDestinationsAndSuppressions(c)
 		checkNamespaceSharing(c)
 		checkTOTP(c)
 		checkSMS(c)

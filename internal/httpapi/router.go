@@ -68,6 +68,7 @@ func routes(r chi.Router, d Deps) {
 	signed := group{r.With(d.Limits.byAddr)}
 	signed.get("/download/attachments/{id}", d.Inbox.DownloadAttachmentHandler)
 	signed.get("/download/raw/{id}", d.Inbox.DownloadRawHandler)
+	signed.get("/verify/destinations/{destinationId}", d.Outbound.VerifyDestinationHandler)
 
 	// Provider webhooks: the provider's signature of the request is the credential.
 	webhook := group{r.With(d.Limits.byAddr)}
@@ -114,6 +115,11 @@ func routes(r chi.Router, d Deps) {
 	key.get("/api/emails/outbound/{outboundEmailId}", d.Outbound.GetOutboundHandler)
 	key.get("/api/emails/outbound/{outboundEmailId}/attachments/{attachmentId}", d.Outbound.OutboundAttachmentHandler)
 	key.post("/api/emails/outbound/{outboundEmailId}/cancel", d.Outbound.CancelOutboundHandler)
+	key.get("/api/suppressions", d.Outbound.ListSuppressionsHandler)
+	key.delete("/api/suppressions/{address}", d.Outbound.DeleteSuppressionHandler)
+	key.post("/api/destinations", d.Outbound.CreateDestinationHandler)
+	key.get("/api/destinations", d.Outbound.ListDestinationsHandler)
+	key.delete("/api/destinations/{destinationId}", d.Outbound.DeleteDestinationHandler)
 	key.post("/api/emails/{emailId}/deliverability-report", d.Deliverability.RequestReportHandler)
 	key.get("/api/emails/{emailId}/deliverability-report", d.Deliverability.GetReportHandler)
 }

@@ -34,6 +34,8 @@ type API struct {
 	// SMTP listener applies (internal/routing); its domain is the mail
 	// domain of senders and Message-IDs.
 	Routes *routing.Rule
+	// Verifier mails and checks the verification links of destinations.
+	Verifier *Verifier
 }
 
 // DefaultSenderLocal is the local part of the sender of a message whose
@@ -270,7 +272,9 @@ func (a *API) create(ctx context.Context, orgID string, ns tenant.Namespace, o o
 // recipients classifies the draft's recipients (the seed's sending rule 1):
 // an address of the sending namespace is internal, delivered into its inbox;
 // any other must be a verified destination of the organisation, else the
-// request is 403 recipient_not_verified, naming each such field.
+// request is 403 recipient_not_verified, naming each such field. An external
+// address the organisation has suppressed (a hard bounce, a complaint) is
+// kept, to be recorded suppressed without an attempt.
 func (a *API) recipients(ctx context.Context, orgID string, ns tenant.Namespace, d draft) ([]NewRecipient, error) {
 	var out []NewRecipient
 	var refused []httpx.FieldError
@@ -287,6 +291,7 @@ func (a *API) recipients(ctx context.Context, orgID string, ns tenant.Namespace,
 			}
 			routed, err := a.Routes.Parse(addr.Email)
 			internal := err == nil && routed.Namespace == ns.Name
+			var suppressed string
 			if !internal {
 				ok, err := a.Store.verifiedDestination(ctx, orgID, addr.Email)
 				if err != nil {
@@ -296,8 +301,11 @@ func (a *API) recipients(ctx context.Context, orgID string, ns tenant.Namespace,
 					refused = append(refused, httpx.FieldError{Field: field,
 						Detail: fmt.Sprintf("names %s, which is neither an address of namespace %s nor a verified destination of the organisation", quote(addr.Email), ns.Name)})
 				}
+				if suppressed, err = a.Store.suppressedReason(ctx, orgID, addr.Email); err != nil {
+					return nil, err
+				}
 			}
-			out = append(out, NewRecipient{Type: l.t, Email: addr.Email, Name: addr.Name, Internal: internal})
+			out = append(out, NewRecipient{Type: l.t, Email: addr.Email, Name: addr.Name, Internal: internal, Suppressed: suppressed})
 		}
 		if l.t == To {
 			derived = 0

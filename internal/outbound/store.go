@@ -74,6 +74,10 @@ type NewRecipient struct {
 	Name  string
 	// Internal: in the sending namespace, delivered into its inbox.
 	Internal bool
+	// Suppressed is the reason the organisation no longer sends to the
+	// address (a suppressions row), "" when it does: such a recipient is
+	// recorded suppressed at creation, with no attempt.
+	Suppressed string
 }
 
 // NewAttachment is an attachment of a new email, its bytes decoded.
@@ -186,7 +190,35 @@ func (s *Store) Create(ctx context.Context, tx *store.Tx, in NewEmail) (Email, e
 	if _, err := s.RecordEvent(ctx, tx, e.ID, queued); err != nil {
 		return Email{}, err
 	}
+	if err := s.recordSuppressed(ctx, tx, e.ID, in.Recipients, queued.Recipients); err != nil {
+		return Email{}, err
+	}
 	return e, nil
+}
+
+// recordSuppressed records the suppressed event of the recipients of a new
+// email whose addresses are suppressed, one event per reason: they become
+// final at once, so the delivery job never takes them as pending. ids are the
+// recipients' ids, in the order of rs.
+func (s *Store) recordSuppressed(ctx context.Context, tx *store.Tx, emailID string, rs []NewRecipient, ids []NewEventRecipient) error {
+	byReason := map[string][]NewEventRecipient{}
+	var reasons []string
+	for i, r := range rs {
+		if r.Suppressed == "" {
+			continue
+		}
+		if byReason[r.Suppressed] == nil {
+			reasons = append(reasons, r.Suppressed)
+		}
+		byReason[r.Suppressed] = append(byReason[r.Suppressed], NewEventRecipient{RecipientID: ids[i].RecipientID})
+	}
+	for _, reason := range reasons {
+		if _, err := s.RecordEvent(ctx, tx, emailID, NewEvent{Type: EventSuppressed, Subtype: reason,
+			Recipients: byReason[reason]}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DeliveryKind is the job kind (internal/jobs) that delivers an outbound email.

@@ -259,6 +259,9 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		slog.Info("Outbound mail to external recipients goes through the relay", "relay", relay.String())
 	}
 	s.Jobs.Register(outbound.DeliveryKind, s.Deliverer.Deliver, outbound.DeliveryLimits)
+	s.Outbound.Verifier = &outbound.Verifier{Relay: s.Deliverer.Relay, Store: s.Outbound.Store, Key: key, PublicURL: s.publicURL,
+		MailDomain: s.Outbound.Routes.Domain()}
+	s.Jobs.Register(outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{})
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
 	s.Handler = httpapi.NewRouter(httpapi.Deps{
 		Tenants:      s.Tenants,
@@ -285,6 +288,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		AuthLockout:     cfg.SMTPAuthLockout,
 		TLSConfig:       tlsConfig,
 		RequireTLS:      cfg.SMTPRequireTLS,
+		Returns:         &outbound.Returns{Store: s.Outbound.Store, Routes: s.Outbound.Routes, Key: key},
 	}, s.Tenants, s.Ingester)
 
 	s.Workers = []Worker{

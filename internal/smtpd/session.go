@@ -43,6 +43,8 @@ type session struct {
 	target  map[string]int  // namespace id -> index in targets
 	seen    map[string]bool // lower-case recipient addresses accepted
 	rcpts   int             // distinct recipients accepted
+	// returns are the outbound emails whose return paths are recipients.
+	returns []string
 
 	// nsCache keeps namespaces found during the session, by name.
 	nsCache map[string]tenant.Namespace
@@ -234,10 +236,10 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
 	if s.authNS != nil && (perr != nil || !rcpt.In(*s.authNS)) {
 		return errNotOwnNamespace
 	}
-	if perr != nil {
-		return errNoSuchMailbox
-	}
 	key := strings.ToLower(rcpt.Mailbox)
+	if perr != nil {
+		return s.rcptReturnPath(key)
+	}
 	if s.seen[key] {
 		return nil
 	}
@@ -273,16 +275,46 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
 	return nil
 }
 
+// rcptReturnPath accepts a return path of outbound mail (an address of the
+// bare mail domain, lower-cased as key) from an unauthenticated client, and
+// refuses any other address of no namespace, a forged return path among them,
+// as an unknown mailbox.
+func (s *session) rcptReturnPath(key string) error {
+	if s.srv.cfg.Returns == nil {
+		return errNoSuchMailbox
+	}
+	id, ok := s.srv.cfg.Returns.ReturnPath(key)
+	if !ok {
+		return errNoSuchMailbox
+	}
+	if s.seen[key] {
+		return nil
+	}
+	if s.rcpts >= s.srv.cfg.MaxRecipients {
+		return errTooManyRcpts
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+		s.target = map[string]int{}
+	}
+	s.seen[key] = true
+	s.rcpts++
+	s.returns = append(s.returns, id)
+	return nil
+}
+
 // Data implements smtp.Session: it reads the message, stores it once per
-// namespace and answers 250 only after the commit.
+// namespace, hands it to Returns once if it was sent to return paths, and
+// answers 250 only after the commits. Returns goes first: recording a
+// report twice is a no-op, so a retry after a failed store repeats nothing.
 func (s *session) Data(r io.Reader) (err error) {
 	defer s.guard("data", &err)
-	if !s.inMail || len(s.targets) == 0 {
+	if !s.inMail || len(s.targets) == 0 && len(s.returns) == 0 {
 		return errNeedMail
 	}
 	// Under BDAT this runs beside the connection's goroutine, which may Reset
 	// the session: work on a copy of the envelope.
-	env, targets, rcpts := s.env, s.targets, s.rcpts
+	env, targets, rcpts, returns := s.env, s.targets, s.rcpts, s.returns
 	if s.conn != nil {
 		s.conn.beginData()
 		defer s.conn.endData()
@@ -294,6 +326,16 @@ func (s *session) Data(r io.Reader) (err error) {
 	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, deliverTimeout)
 	defer cancel()
+	if len(returns) > 0 {
+		if err := s.srv.cfg.Returns.Receive(ctx, raw, env.MailFrom, returns); err != nil {
+			slog.Error("Recording a report sent to a return path failed", "client_ip", s.clientIP, "size", len(raw), "err", err)
+			return errTempStore
+		}
+	}
+	if len(targets) == 0 {
+		slog.Debug("Message received on return paths over SMTP", "client_ip", s.clientIP, "return_paths", len(returns), "size", len(raw))
+		return replyStored
+	}
 	if _, err := s.srv.ingester.Deliver(ctx, raw, env, targets); err != nil {
 		slog.Error("Storing a message received over SMTP failed", "client_ip", s.clientIP, "namespaces", len(targets), "size", len(raw), "err", err)
 		return errTempStore
@@ -356,6 +398,7 @@ func (s *session) reset() {
 	s.target = nil
 	s.seen = nil
 	s.rcpts = 0
+	s.returns = nil
 }
 
 // Logout implements smtp.Session. The session holds nothing to free.

@@ -70,6 +70,23 @@ type Config struct {
 	// RequireTLS refuses AUTH before STARTTLS (530 5.7.0), so credentials never
 	// cross the network in clear text.
 	RequireTLS bool
+
+	// Returns receives mail sent back to the return paths of outbound mail;
+	// nil refuses return paths like any address of the bare mail domain.
+	Returns Returns
+}
+
+// Returns receives what is sent to the return paths of outbound mail
+// (bounce+<id>.<tag>@<mail domain>): delivery status notifications and
+// feedback reports (outbound.Returns). Such a message is not an inbox email.
+type Returns interface {
+	// ReturnPath reports the outbound email a return path was made for, and
+	// false for any other address (a forged tag among them).
+	ReturnPath(addr string) (outboundID string, ok bool)
+	// Receive handles a message sent to the return paths of the emails ids
+	// and returns once what it recorded is committed; an error is a
+	// temporary failure for the sender to retry.
+	Receive(ctx context.Context, raw []byte, mailFrom string, ids []string) error
 }
 
 // Defaults for zero Config fields.

@@ -1,0 +1,243 @@
+package outbound_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/store/storetest"
+)
+
+// serveSMTP serves the service's SMTP listener on a loopback port until the
+// test ends, and returns its address.
+func (e *apiEnv) serveSMTP() string {
+	e.t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	go e.svc.SMTP.Serve(l)
+	e.t.Cleanup(func() { e.svc.SMTP.Shutdown(context.Background()) })
+	return l.Addr().String()
+}
+
+// mailReturn sends raw over SMTP with the null sender, as an MTA sends a
+// report (RFC 5321 section 4.5.5), to rcpt.
+func mailReturn(addr, rcpt string, raw []byte) error {
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Hello("mx1.example.net"); err != nil {
+		return err
+	}
+	if err := c.SendMail("", []string{rcpt}, bytes.NewReader(raw)); err != nil {
+		return err
+	}
+	return c.Quit()
+}
+
+// recipientNamed is the recipient of d with the address.
+func recipientNamed(t *testing.T, d outbound.Detail, addr string) outbound.Recipient {
+	t.Helper()
+	for _, r := range d.Recipients {
+		if r.Email == addr {
+			return r
+		}
+	}
+	t.Fatalf("no recipient %s in %+v", addr, d.Recipients)
+	return outbound.Recipient{}
+}
+
+// eventsOf are the events of d of the type.
+func eventsOf(d outbound.Detail, typ outbound.EventType) []outbound.Event {
+	var out []outbound.Event
+	for _, ev := range d.Events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestBounceOverSMTP: a Postfix DSN delivered over SMTP to the message's
+// return path makes the named recipient bounced (hard, with the DSN's
+// fields), ignores the block naming no recipient of the message, is not
+// stored as an inbox email, is recorded once when delivered twice, and
+// suppresses the address: the next send records it suppressed without an
+// attempt. A forged return path is refused at RCPT.
+func TestBounceOverSMTP(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newAPIEnv(t, db)
+		addr := e.serveSMTP()
+		e.verify(e.org.ID, "mary@example.org")
+		e.verify(e.org.ID, "joe@example.org")
+		s := e.send("default", map[string]any{"to": []string{"mary@example.org", "joe@example.org"},
+			"subject": "Your order", "text": "Thank you for your order."})
+		rp := e.svc.Outbound.Routes.ReturnPath(e.svc.Key, s.ID)
+		dsn := sample(t, "postfix-bounce.eml", rp, "mary@example.org", s.MessageID)
+
+		forged := rp[:len(rp)-len("@localhost")-1] + "0@localhost"
+		var smtpErr *smtp.SMTPError
+		if err := mailReturn(addr, forged, dsn); !errors.As(err, &smtpErr) || smtpErr.Code != 550 {
+			t.Fatalf("forged return path: %v, want 550", err)
+		}
+		if d := e.detail(s.ID); len(eventsOf(d, outbound.EventBounced)) != 0 {
+			t.Fatal("a report to a forged return path was recorded")
+		}
+
+		e.later(time.Second)
+		for range 2 {
+			if err := mailReturn(addr, rp, dsn); err != nil {
+				t.Fatalf("DSN over SMTP: %v", err)
+			}
+		}
+		d := e.detail(s.ID)
+		bounced := eventsOf(d, outbound.EventBounced)
+		if len(bounced) != 1 {
+			t.Fatalf("%d bounced events, want 1 (the report arrived twice): %+v", len(bounced), d.Events)
+		}
+		ev := bounced[0]
+		if ev.Subtype != "permanent" || ev.Provider != outbound.ProviderSMTP || len(ev.Recipients) != 1 {
+			t.Errorf("event %+v", ev)
+		}
+		er := ev.Recipients[0]
+		if er.Email != "mary@example.org" || er.Action != "failed" || er.SMTPCode != "550" || er.EnhancedStatusCode != "5.1.1" ||
+			er.DiagnosticCode != "smtp; 550 5.1.1 <mary@example.org>: Recipient address rejected: User unknown in virtual mailbox table" {
+			t.Errorf("event recipient %+v", er)
+		}
+		mary := recipientNamed(t, d, "mary@example.org")
+		if mary.Status != outbound.DeliveryBounced || mary.BounceType != "hard" || mary.LastEventType != outbound.EventBounced ||
+			mary.LastSMTPCode != "550" || mary.LastEnhancedStatusCode != "5.1.1" || mary.At[outbound.DeliveryBounced].IsZero() ||
+			mary.AttemptCount != 0 {
+			t.Errorf("mary %+v", mary)
+		}
+		if joe := recipientNamed(t, d, "joe@example.org"); joe.Status != outbound.DeliveryQueued {
+			t.Errorf("joe %s, want queued: the report does not name him", joe.Status)
+		}
+		if d.DeliverySummary()[outbound.DeliveryBounced] != 1 {
+			t.Errorf("summary %v", d.DeliverySummary())
+		}
+		var inboxed int
+		if err := db.QueryRow(context.Background(), "SELECT COUNT(*) FROM emails").Scan(&inboxed); err != nil || inboxed != 0 {
+			t.Errorf("%d inbox emails (%v): a report is not one", inboxed, err)
+		}
+
+		// The next send to mary records her suppressed; joe is queued.
+		s2 := e.send("default", map[string]any{"to": []string{"Mary <MARY@example.org>"}, "cc": []string{"joe@example.org"},
+			"subject": "Again", "text": "Hello"})
+		d2 := e.detail(s2.ID)
+		m2 := recipientNamed(t, d2, "MARY@example.org")
+		if m2.Status != outbound.DeliverySuppressed || m2.AttemptCount != 0 || m2.At[outbound.DeliverySuppressed].IsZero() {
+			t.Errorf("mary on the next send %+v", m2)
+		}
+		if sup := eventsOf(d2, outbound.EventSuppressed); len(sup) != 1 || sup[0].Subtype != outbound.SuppressedBounced ||
+			len(sup[0].Recipients) != 1 || sup[0].Recipients[0].RecipientID != m2.ID {
+			t.Errorf("suppressed events %+v", sup)
+		}
+		if j2 := recipientNamed(t, d2, "joe@example.org"); j2.Status != outbound.DeliveryQueued {
+			t.Errorf("joe on the next send %s", j2.Status)
+		}
+	})
+}
+
+// TestDelayAndComplaintsOverSMTP: a Postfix delay notice makes the recipient
+// delayed without suppressing it; a Yahoo-style feedback report (the
+// recipient only in the attached original's To) and one naming the
+// recipient in Original-Rcpt-To make complained events with their
+// Feedback-Type and suppress the address; an auto-reply to a return path is
+// accepted and changes nothing; another organisation's send is not touched
+// by its suppressions.
+func TestDelayAndComplaintsOverSMTP(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newAPIEnv(t, db)
+		addr := e.serveSMTP()
+		for _, a := range []string{"mary@example.org", "joe@example.org"} {
+			e.verify(e.org.ID, a)
+			e.verify(e.other.ID, a)
+		}
+		s := e.send("default", map[string]any{"to": []string{"mary@example.org"}, "subject": "Your order", "text": "Thanks"})
+		rp := e.svc.Outbound.Routes.ReturnPath(e.svc.Key, s.ID)
+
+		if err := mailReturn(addr, rp, sample(t, "vacation.eml", rp, "mary@example.org", s.MessageID)); err != nil {
+			t.Fatalf("auto-reply: %v", err)
+		}
+		if d := e.detail(s.ID); len(d.Events) != 1 || d.Recipients[0].Status != outbound.DeliveryQueued {
+			t.Fatalf("an auto-reply changed the email: %+v", d.Events)
+		}
+
+		e.later(time.Second)
+		if err := mailReturn(addr, rp, sample(t, "postfix-delayed.eml", rp, "mary@example.org", s.MessageID)); err != nil {
+			t.Fatalf("delay notice: %v", err)
+		}
+		d := e.detail(s.ID)
+		mary := d.Recipients[0]
+		if mary.Status != outbound.DeliveryDelayed || mary.LastEnhancedStatusCode != "4.4.1" || mary.BounceType != "" {
+			t.Errorf("after the delay notice %+v", mary)
+		}
+		if ev := eventsOf(d, outbound.EventDelayed); len(ev) != 1 || ev[0].Recipients[0].Action != "delayed" ||
+			ev[0].Recipients[0].DiagnosticCode != "X-Postfix; connect to mail.example.com[203.0.113.9]:25: Connection timed out" {
+			t.Errorf("delayed events %+v", ev)
+		}
+		if r, _, _ := e.svc.Outbound.Store.Suppressions(context.Background(), e.org.ID, 10, 0); len(r) != 0 {
+			t.Errorf("a delay suppressed %+v", r)
+		}
+
+		e.later(time.Second)
+		if err := mailReturn(addr, rp, sample(t, "yahoo-arf.eml", rp, "mary@example.org", s.MessageID)); err != nil {
+			t.Fatalf("feedback report: %v", err)
+		}
+		d = e.detail(s.ID)
+		mary = d.Recipients[0]
+		if mary.Status != outbound.DeliveryComplained || mary.ComplaintFeedbackType != "abuse" || mary.At[outbound.DeliveryComplained].IsZero() {
+			t.Errorf("after the feedback report %+v", mary)
+		}
+		if ev := eventsOf(d, outbound.EventComplained); len(ev) != 1 || ev[0].Subtype != "abuse" {
+			t.Errorf("complained events %+v", ev)
+		}
+
+		s2 := e.send("default", map[string]any{"to": []string{"joe@example.org", "mary@example.org"}, "subject": "Two", "text": "x"})
+		rp2 := e.svc.Outbound.Routes.ReturnPath(e.svc.Key, s2.ID)
+		if err := mailReturn(addr, rp2, sample(t, "gmail-arf.eml", rp2, "joe@example.org", s2.MessageID)); err != nil {
+			t.Fatalf("feedback report: %v", err)
+		}
+		d2 := e.detail(s2.ID)
+		if joe := recipientNamed(t, d2, "joe@example.org"); joe.Status != outbound.DeliveryComplained || joe.ComplaintFeedbackType != "fraud" {
+			t.Errorf("joe %+v", joe)
+		}
+		if m := recipientNamed(t, d2, "mary@example.org"); m.Status != outbound.DeliverySuppressed {
+			t.Errorf("mary %+v, want suppressed since her complaint", m)
+		}
+		sup, total, err := e.svc.Outbound.Store.Suppressions(context.Background(), e.org.ID, 10, 0)
+		if err != nil || total != 2 || len(sup) != 2 {
+			t.Fatalf("suppressions %+v %d %v", sup, total, err)
+		}
+		for _, sp := range sup {
+			if sp.Reason != outbound.SuppressedComplained || sp.SourceEventID == "" {
+				t.Errorf("suppression %+v", sp)
+			}
+		}
+
+		// Another organisation still sends to both.
+		r := e.do(e.otherKey, "POST", "/api/emails/send?namespace=elsewhere",
+			map[string]any{"to": []string{"joe@example.org", "mary@example.org"}, "subject": "Other", "text": "x"})
+		o := e.accepted(r)
+		od, err := e.svc.Outbound.Store.Get(context.Background(), e.other.ID, o.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rc := range od.Recipients {
+			if rc.Status != outbound.DeliveryQueued {
+				t.Errorf("other organisation's %s is %s", rc.Email, rc.Status)
+			}
+		}
+	})
+}
