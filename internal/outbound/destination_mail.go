@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"time"
 
-
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/secret"
 )
