@@ -160,6 +160,27 @@ func dashboard(r chi.Router, d Deps) {
 	user.get("/emails/{emailId}/body", w.BodyHandler)
 	user.post("/emails/{emailId}/delete", w.DeleteEmailHandler)
 	user.post("/emails/{emailId}/share", w.ShareHandler)
+	user.post("/emails/{emailId}/report", w.RequestReportHandler)
+	user.post("/emails/{emailId}/reply", w.ReplyHandler)
+	user.post("/emails/{emailId}/forward", w.ForwardHandler)
+
+	user.get("/organisation", w.OrganisationHandler)
+	user.post("/organisation/keys", w.CreateKeyHandler)
+	user.post("/organisation/keys/{keyId}/revoke", w.RevokeKeyHandler)
+
+	user.get("/authenticators", w.AuthenticatorsHandler)
+	user.post("/authenticators", w.AddAuthenticatorHandler)
+	user.post("/authenticators/{deviceId}/delete", w.DeleteAuthenticatorHandler)
+
+	user.get("/sms", w.SMSHandler)
+	user.get("/sms/{phone}", w.MessagesHandler)
+	user.get("/sms/{phone}/rows", w.MessageRowsHandler)
+	user.get("/sms/{phone}/events", w.SMSEventsHandler)
+	user.post("/sms/{phone}/virtual", w.VirtualSMSHandler)
+
+	user.get("/outbound", w.OutboundHandler)
+	user.post("/outbound/send", w.SendHandler)
+	user.get("/outbound/{id}", w.OutboundEmailHandler)
 }
 
 // pages registers dashboard pages on one group, one method each.

@@ -64,6 +64,7 @@ var funcs = template.FuncMap{
 		return d.String()
 	},
 	"add":    func(a, b int) int { return a + b },
+	"list":   func(s ...string) []string { return s },
 	"deref":  func(p *int) int { return *p },
 	"derefT": func(p *time.Time) time.Time { return *p },
 	"initial": func(s string) string {

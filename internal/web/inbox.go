@@ -311,7 +311,7 @@ func (d *Dashboard) EmailHandler(w http.ResponseWriter, r *http.Request) error {
 	sort.Slice(hs, func(i, j int) bool { return hs[i].Name < hs[j].Name })
 	tab := r.URL.Query().Get("tab")
 	switch tab {
-	case "html", "text", "headers", "raw", "links":
+	case "html", "text", "headers", "raw", "links", "report", "reply":
 	default:
 		tab = "html"
 		if e.HTML == "" {
@@ -320,7 +320,7 @@ func (d *Dashboard) EmailHandler(w http.ResponseWriter, r *http.Request) error {
 	}
 	data := map[string]any{"Title": e.Subject, "Nav": "inboxes", "E": e.Email, "NS": n, "Tab": tab,
 		"Owned": n.OrgID == tenant.OrgFrom(r.Context()).ID, "Headers": hs, "Attachments": atts,
-		"Images": r.URL.Query().Get("images") == "1", "Received": time.Unix(e.ReceivedTimestamp, 0).UTC()}
+		"Images": r.URL.Query().Get("images") == "1", "MailDomain": d.MailDomain, "Received": time.Unix(e.ReceivedTimestamp, 0).UTC()}
 	if tab == "raw" {
 		raw, err := d.Inbox.Searcher.RawMessage(r.Context(), e.ID)
 		switch {
@@ -335,6 +335,13 @@ func (d *Dashboard) EmailHandler(w http.ResponseWriter, r *http.Request) error {
 			}
 			data["Raw"] = string(raw)
 		}
+	}
+	if tab == "report" {
+		rep, err := d.reportView(r, e.ID)
+		if err != nil {
+			return err
+		}
+		data["Report"] = rep
 	}
 	if s := r.URL.Query().Get("share"); s != "" {
 		data["Share"] = s

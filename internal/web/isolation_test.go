@@ -59,6 +59,11 @@ func TestIsolation(t *testing.T) {
 		if p := bob.post("/organisation/switch", url.Values{"org": {e.org.ID}}); p.status != http.StatusForbidden {
 			t.Errorf("bob switches to default: %d", p.status)
 		}
+		for _, path := range []string{"/organisation", "/authenticators", "/sms", "/outbound"} {
+			mustLack(t, bob.get(path), "Secret of default", "alices-key", "15550009999")
+			mustContain(t, alice.get(path), map[string]string{"/organisation": "alices-key", "/authenticators": "Secret of default",
+				"/sms": "15550009999", "/outbound": "Secret of default"}[path])
+		}
 		mustContain(t, alice.get("/emails/"+id), "Secret of default")
 		mustContain(t, alice.get("/inboxes/default/settings"), `value="86400"`)
 	})
