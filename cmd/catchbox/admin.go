@@ -28,6 +28,7 @@ type adminCmd struct {
 	Namespace   namespaceCmd   `cmd:"" help:"Namespaces (inboxes)."`
 	SMSNumber   smsNumberCmd   `cmd:"" name:"sms-number" help:"SMS numbers."`
 	Destination destinationCmd `cmd:"" help:"Verified external destinations of outbound mail."`
+	User        userCmd        `cmd:"" help:"Dashboard users."`
 }
 
 // adminEnv is what every admin command works with.
@@ -131,6 +132,7 @@ func onOff(b bool) string {
 type keyCmd struct {
 	Create keyCreateCmd `cmd:"" help:"Create an API key; it is printed once."`
 	Revoke keyRevokeCmd `cmd:"" help:"Revoke an API key by id."`
+	List   keyListCmd   `cmd:"" help:"List an organisation's API keys (never the keys themselves)."`
 }
 
 type keyCreateCmd struct {

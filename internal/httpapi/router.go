@@ -20,6 +20,7 @@ import (
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
+	"github.com/catchbox/catchbox/internal/web"
 )
 
 // Deps are the services whose handlers the routes call. A feature with
@@ -35,6 +36,10 @@ type Deps struct {
 	Limits *Limits
 
 	Deliverability *deliverability.Service
+	// Sessions are the dashboard's signed-in users; nil: API keys only.
+	Sessions *tenant.Sessions
+	// Web is the dashboard; nil: no pages.
+	Web *web.Dashboard
 }
 
 // NewRouter returns the HTTP handler of the whole API: the middleware every
@@ -74,16 +79,19 @@ func routes(r chi.Router, d Deps) {
 	webhook := group{r.With(d.Limits.byAddr)}
 	webhook.post(sms.TwilioWebhookPath, d.SMS.TwilioInboundHandler)
 
-	// X-Api-Key: every handler acts for the key's organisation (tenant.OrgFrom).
-	key := group{r.With(d.Limits.guardAuth, d.Tenants.RequireKey, d.Limits.byKey)}
+	// X-Api-Key, or a dashboard session: every handler acts for the
+	// principal's organisation (tenant.OrgFrom).
+	key := group{r.With(d.Limits.guardAuth, d.Tenants.RequireAPI(d.Sessions), d.Limits.byKey)}
 	key.get("/api/test", d.Tenants.TestKeyHandler)
 	key.get("/api/namespaces", d.Tenants.ListNamespacesHandler)
 	key.post("/api/namespace/{namespace}/settings", d.Tenants.UpsertSettingsHandler)
 	key.get("/api/smtp/{namespace}", d.Tenants.SMTPSettingsHandler(d.SMTPEndpoint))
 
 	key.get("/api/emails/{namespace}/inbox", d.Inbox.SearchInboxHandler)
+	key.delete("/api/emails/{namespace}/inbox", d.Inbox.ClearInboxHandler)
 	key.get("/api/emails/{namespace}/latest", d.Inbox.LatestEmailHandler)
 	key.get("/api/emails/{emailId}", d.Inbox.GetEmailHandler)
+	key.delete("/api/emails/{emailId}", d.Inbox.DeleteEmailHandler)
 	key.get("/api/emails/{emailId}/attachments", d.Inbox.ListAttachmentsHandler)
 	key.get("/api/attachments/{id}", d.Inbox.GetAttachmentHandler)
 	key.get("/api/emails/{namespace}/{emailId}/deliverability-report/raw-source", d.Inbox.RawSourceHandler)
@@ -122,7 +130,70 @@ func routes(r chi.Router, d Deps) {
 	key.delete("/api/destinations/{destinationId}", d.Outbound.DeleteDestinationHandler)
 	key.post("/api/emails/{emailId}/deliverability-report", d.Deliverability.RequestReportHandler)
 	key.get("/api/emails/{emailId}/deliverability-report", d.Deliverability.GetReportHandler)
+
+	if d.Web != nil {
+		dashboard(r, d)
+	}
 }
+
+// dashboard is the route table of the dashboard's pages. Every page refuses
+// state-changing requests from other origins (web.Dashboard.Protect); the
+// pages of signed-in users need the session cookie (web.Dashboard.RequireUser)
+// and are limited per user, the others per client address. GET / is the
+// sign-in page until someone signs in.
+func dashboard(r chi.Router, d Deps) {
+	w := d.Web
+	open := pages{r.With(d.Limits.byAddr, w.Protect)}
+	open.get("/", w.HomeHandler)
+	open.get("/signin", w.SignInPageHandler)
+	open.post("/signin", w.SignInHandler)
+	r.With(d.Limits.byAddr).Method(http.MethodGet, "/static/*", w.Static())
+
+	user := pages{r.With(w.Protect, w.RequireUser, d.Limits.byKey)}
+	user.post("/signout", w.SignOutHandler)
+	user.post("/organisation/switch", w.SwitchOrgHandler)
+
+	user.get("/inboxes", w.NamespacesHandler)
+	user.post("/inboxes", w.CreateNamespaceHandler)
+	user.get("/inboxes/{namespace}", w.InboxHandler)
+	user.get("/inboxes/{namespace}/rows", w.RowsHandler)
+	user.get("/inboxes/{namespace}/events", w.EventsHandler)
+	user.post("/inboxes/{namespace}/clear", w.ClearHandler)
+	user.get("/inboxes/{namespace}/settings", w.SettingsHandler)
+	user.post("/inboxes/{namespace}/settings", w.UpdateSettingsHandler)
+
+	user.get("/emails/{emailId}", w.EmailHandler)
+	user.get("/emails/{emailId}/body", w.BodyHandler)
+	user.post("/emails/{emailId}/delete", w.DeleteEmailHandler)
+	user.post("/emails/{emailId}/share", w.ShareHandler)
+	user.post("/emails/{emailId}/report", w.RequestReportHandler)
+	user.post("/emails/{emailId}/reply", w.ReplyHandler)
+	user.post("/emails/{emailId}/forward", w.ForwardHandler)
+
+	user.get("/organisation", w.OrganisationHandler)
+	user.post("/organisation/keys", w.CreateKeyHandler)
+	user.post("/organisation/keys/{keyId}/revoke", w.RevokeKeyHandler)
+
+	user.get("/authenticators", w.AuthenticatorsHandler)
+	user.post("/authenticators", w.AddAuthenticatorHandler)
+	user.post("/authenticators/{deviceId}/delete", w.DeleteAuthenticatorHandler)
+
+	user.get("/sms", w.SMSHandler)
+	user.get("/sms/{phone}", w.MessagesHandler)
+	user.get("/sms/{phone}/rows", w.MessageRowsHandler)
+	user.get("/sms/{phone}/events", w.SMSEventsHandler)
+	user.post("/sms/{phone}/virtual", w.VirtualSMSHandler)
+
+	user.get("/outbound", w.OutboundHandler)
+	user.post("/outbound/send", w.SendHandler)
+	user.get("/outbound/{id}", w.OutboundEmailHandler)
+}
+
+// pages registers dashboard pages on one group, one method each.
+type pages struct{ r chi.Router }
+
+func (p pages) get(path string, h web.Handler)  { p.r.Method(http.MethodGet, path, h) }
+func (p pages) post(path string, h web.Handler) { p.r.Method(http.MethodPost, path, h) }
 
 // group registers handlers on one group of the route table, one method each.
 type group struct{ r chi.Router }

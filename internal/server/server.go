@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
+	"github.com/catchbox/catchbox/internal/web"
 )
 
 // shutdownTimeout bounds the wait for SMTP sessions and HTTP requests to finish
@@ -83,6 +85,10 @@ type Service struct {
 	// Deliverer delivers outbound email from the job queue; a test may set
 	// its clock (with the queue's) and its relay's TLS configuration.
 	Deliverer *outbound.Deliverer
+	// Sessions are the dashboard's signed-in users; a test may set their clock.
+	Sessions *tenant.Sessions
+	// Web is the dashboard's pages.
+	Web *web.Dashboard
 
 	// SMTP serves the listeners Serve is given.
 	SMTP *smtpd.Server
@@ -263,7 +269,17 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		MailDomain: s.Outbound.Routes.Domain()}
 	s.Jobs.Register(outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{})
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
+	s.Sessions = tenant.NewSessions(s.Tenants, strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"))
+	s.Sessions.ClientAddr = s.Limits.ClientKey
+	s.Web, err = web.New(web.Dashboard{Tenants: s.Tenants, Sessions: s.Sessions, Inbox: s.Inbox, SMS: s.SMS, TOTP: s.TOTP,
+		Outbound: s.Outbound, Deliverability: s.Deliverability, Notifier: s.Notifier, SMTPEndpoint: s.smtpEndpoint,
+		MailDomain: cfg.MailDomain, PublicURL: s.publicURL})
+	if err != nil {
+		return nil, err
+	}
 	s.Handler = httpapi.NewRouter(httpapi.Deps{
+		Sessions:     s.Sessions,
+		Web:          s.Web,
 		Tenants:      s.Tenants,
 		Inbox:        s.Inbox,
 		SMS:          s.SMS,
@@ -297,6 +313,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		{Name: "jobs", Run: s.runJobs},
 		s.every("outbound-content-expiry", s.Outbound.Store.ExpireJob),
 		s.every("deliverability-prune", s.Deliverability.Prune),
+		s.every("session-reaper", store.ReapJob(db, "Deleted ended sessions", tenant.ReapSessions)),
 	}
 	return s, nil
 }

@@ -244,17 +244,82 @@ func (s *Service) authenticateKey(ctx context.Context, key string) (keyID string
 		return "", Org{}, ErrNotFound
 	}
 	var created, updated int64
-	err = s.db.QueryRow(ctx, `SELECT k.id, o.id, o.name, o.totp_device_limit, o.totp_enabled, o.created_at, o.updated_at
+	var used sql.NullInt64
+	err = s.db.QueryRow(ctx, `SELECT k.id, k.last_used_at, o.id, o.name, o.totp_device_limit, o.totp_enabled, o.created_at, o.updated_at
 		FROM api_keys k JOIN orgs o ON o.id = k.org_id WHERE k.key_hash = ? AND k.revoked_at IS NULL`, hashKey(key)).
-		Scan(&keyID, &o.ID, &o.Name, &o.TOTPDeviceLimit, &o.TOTPEnabled, &created, &updated)
+		Scan(&keyID, &used, &o.ID, &o.Name, &o.TOTPDeviceLimit, &o.TOTPEnabled, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", Org{}, ErrNotFound
 	}
 	if err != nil {
 		return "", Org{}, fmt.Errorf("authenticate API key: %w", err)
 	}
+	if now := store.NowMillis(); now-used.Int64 >= keyUseEvery.Milliseconds() {
+		// Written at most once a minute per key, so keyed requests do not each cost a write.
+		if _, err := s.db.Exec(ctx, "UPDATE api_keys SET last_used_at = ? WHERE id = ?", now, keyID); err != nil {
+			return "", Org{}, fmt.Errorf("record API key use: %w", err)
+		}
+	}
 	o.CreatedAt, o.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	return keyID, o, nil
+}
+
+// keyUseEvery is how stale a key's last_used_at may get.
+const keyUseEvery = time.Minute
+
+// Key is an API key as listed: never the key itself.
+type Key struct {
+	ID        string
+	Label     string
+	CreatedAt time.Time
+	LastUsed  *time.Time
+	RevokedAt *time.Time
+}
+
+// ListKeys lists the organisation's API keys, newest first; revoked ones too
+// when withRevoked.
+func (s *Service) ListKeys(ctx context.Context, orgID string, withRevoked bool) ([]Key, error) {
+	q := "SELECT id, label, created_at, last_used_at, revoked_at FROM api_keys WHERE org_id = ?"
+	if !withRevoked {
+		q += " AND revoked_at IS NULL"
+	}
+	rows, err := s.db.Query(ctx, q+" ORDER BY created_at DESC, id DESC", orgID)
+	if err != nil {
+		return nil, fmt.Errorf("list API keys: %w", err)
+	}
+	defer rows.Close()
+	var out []Key
+	for rows.Next() {
+		var k Key
+		var created int64
+		var used, revoked sql.NullInt64
+		if err := rows.Scan(&k.ID, &k.Label, &created, &used, &revoked); err != nil {
+			return nil, err
+		}
+		k.CreatedAt = time.UnixMilli(created)
+		if used.Valid {
+			t := time.UnixMilli(used.Int64)
+			k.LastUsed = &t
+		}
+		if revoked.Valid {
+			t := time.UnixMilli(revoked.Int64)
+			k.RevokedAt = &t
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// RevokeOrgKey revokes one of the organisation's keys; another's is ErrNotFound.
+func (s *Service) RevokeOrgKey(ctx context.Context, orgID, id string) error {
+	res, err := s.db.Exec(ctx, "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND org_id = ? AND revoked_at IS NULL", store.NowMillis(), id, orgID)
+	if err != nil {
+		return fmt.Errorf("revoke API key: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("API key %s: %w", id, ErrNotFound)
+	}
+	return nil
 }
 
 const nsColumns = "id, org_id, name, retention_time, quota_limit, capture_raw_email, shared_org_id, created_at, updated_at"
