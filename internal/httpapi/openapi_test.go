@@ -401,7 +401,7 @@ func loadDocument(t *testing.T, base string) *openapi3.T {
 // isDashboardPage tells the dashboard's pages (docs/dashboard.md), which are
 // for browsers, not API clients, from the API's endpoints.
 func isDashboardPage(route string) bool {
-	for _, api := range []string{"/api/", "/download/", "/webhooks/"} {
+	for _, api := range []string{"/api/", "/download/", "/webhooks/", "/verify/"} {
 		if strings.HasPrefix(route, api) {
 			return false
 		}
