@@ -227,12 +227,29 @@ func (c *Serve) SMTPAddrs() []string {
 	return out
 }
 
-// PublicBaseURL is the base for links handed to clients, without a trailing slash.
+// PublicBaseURL is the base for links handed to clients, without a trailing
+// slash: the configured public URL. Without one, the HTTP listen address,
+// except that a listener on all interfaces (0.0.0.0, [::], :port) names
+// localhost: an unspecified address is no place a client can reach, and a
+// server that listens there should be given CATCHBOX_PUBLIC_URL (Serve warns).
 func (c *Serve) PublicBaseURL() string {
 	if c.PublicURL != "" {
 		return strings.TrimRight(c.PublicURL, "/")
 	}
+	if host, port, err := net.SplitHostPort(c.HTTPAddr); err == nil && AllInterfaces(host) {
+		return "http://" + net.JoinHostPort("localhost", port)
+	}
 	return "http://" + c.HTTPAddr
+}
+
+// AllInterfaces reports whether a listen host is every interface's: empty,
+// 0.0.0.0 or ::.
+func AllInterfaces(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsUnspecified()
 }
 
 // SMTPPublicEndpoint is the host and port GET /api/smtp/{namespace} reports.
