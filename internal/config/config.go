@@ -49,6 +49,8 @@ type Serve struct {
 	APIKey         string        `name:"api-key" env:"CATCHBOX_API_KEY" help:"On first start of an empty store: the API key of the default organisation (default: generated and printed once)."`
 	WaitHold       time.Duration `name:"wait-hold" env:"CATCHBOX_WAIT_HOLD" default:"20s" help:"How long a wait=true request is held before its 307 redirect."`
 	LogFormat      string        `name:"log-format" env:"CATCHBOX_LOG_FORMAT" default:"text" enum:"text,json" help:"Log format: text or json."`
+	AccessLog      bool          `name:"access-log" env:"CATCHBOX_ACCESS_LOG" default:"true" negatable:"" help:"Log every HTTP request (method, route, status, duration, bytes, request id, key id); without it only 4xx and 5xx answers are logged."`
+	Metrics        bool          `name:"metrics" env:"CATCHBOX_METRICS" default:"true" negatable:"" help:"Serve GET /metrics (Prometheus) and record what it reports."`
 
 	SMTPMaxMessageBytes int64         `name:"smtp-max-message-bytes" env:"CATCHBOX_SMTP_MAX_MESSAGE_BYTES" default:"31457280" help:"Largest message accepted over SMTP, in bytes (SIZE extension)."`
 	SMTPMaxRecipients   int           `name:"smtp-max-recipients" env:"CATCHBOX_SMTP_MAX_RECIPIENTS" default:"100" help:"Most RCPT TO per message."`

@@ -32,6 +32,7 @@ import (
 	"github.com/catchbox/catchbox/internal/httpapi"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
+	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/routing"
@@ -92,6 +93,8 @@ type Service struct {
 	// in an empty store, "" when the store already had an organisation.
 	NewKey string
 
+	drain        chan struct{} // closed when Serve starts to shut down: held waits answer 307
+	drainOnce    sync.Once
 	endpoints    atomic.Pointer[endpoints]
 	ownDB        bool            // Build opened the store: Close closes it
 	stop         func()          // ends the notifier's listener
@@ -210,7 +213,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	s := &Service{Config: cfg, DB: db, Key: key, stop: func() {}}
+	s := &Service{Config: cfg, DB: db, Key: key, stop: func() {}, drain: make(chan struct{})}
 	s.Tenants = tenant.NewService(db, key, cfg.RetentionMax)
 	if s.NewKey, err = s.Tenants.Bootstrap(ctx, cfg.APIKey); err != nil {
 		return nil, err
@@ -257,7 +260,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Outbound.Store.ContentTTL = cfg.OutboundContentTTL
 	s.Jobs.Register(outbound.DeliveryKind, outbound.HoldDelivery, jobs.Limits{})
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
-	s.Handler = httpapi.NewRouter(httpapi.Deps{
+	deps := httpapi.Deps{
 		Tenants:      s.Tenants,
 		Inbox:        s.Inbox,
 		SMS:          s.SMS,
@@ -267,7 +270,16 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		Outbound:     s.Outbound,
 
 		Deliverability: s.Deliverability,
-	})
+
+		AccessLog: cfg.AccessLog,
+		Drain:     s.drain,
+		Ready:     s.ready,
+	}
+	metrics.SetEnabled(cfg.Metrics)
+	if cfg.Metrics {
+		deps.Metrics = s.metricsHandler()
+	}
+	s.Handler = httpapi.NewRouter(deps)
 
 	s.SMTP = smtpd.New(smtpd.Config{
 		Addrs:           cfg.SMTPAddrs(),
@@ -398,6 +410,12 @@ func (s *Service) Close() error {
 	return nil
 }
 
+// Drain answers every held wait=true request at once with its 307 to the same
+// URL, and every one held from then on as soon as it starts: the client asks
+// again, of another replica or of this one restarted. Serve calls it when it
+// shuts down; it is safe to call more than once.
+func (s *Service) Drain() { s.drainOnce.Do(func() { close(s.drain) }) }
+
 // Listeners are the sockets the service serves on.
 type Listeners struct {
 	HTTP net.Listener
@@ -489,10 +507,21 @@ func (s *Service) Serve(ctx context.Context, ls Listeners, ready func(Ready)) er
 	case runErr = <-errc:
 	}
 	cancel()
+	slog.Info("Catchbox is stopping: held waits are answered 307, messages being received are finished")
 	shutdownCtx, stop := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer stop()
-	s.SMTP.Shutdown(shutdownCtx) // stop taking mail; sessions in DATA finish their commit
-	httpSrv.Shutdown(shutdownCtx)
+	s.Drain()
+	var down sync.WaitGroup
+	down.Add(2)
+	go func() {
+		defer down.Done()
+		s.SMTP.Shutdown(shutdownCtx) // stop taking mail; sessions in DATA finish their commit
+	}()
+	go func() {
+		defer down.Done()
+		httpSrv.Shutdown(shutdownCtx) // stop accepting; requests under way finish
+	}()
+	down.Wait()
 	wg.Wait()
 	slog.Info("Catchbox stopped")
 	return runErr

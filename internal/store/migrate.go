@@ -249,3 +249,19 @@ func (db *DB) Initialized(ctx context.Context) (bool, error) {
 	}
 	return n > 0, nil
 }
+
+// Size is the store's size on disk in bytes: SQLite's database file (pages in
+// use and free), PostgreSQL's database (pg_database_size).
+func (db *DB) Size(ctx context.Context) (int64, error) {
+	var n int64
+	var err error
+	if db.Dialect == Postgres {
+		err = db.R.QueryRowContext(ctx, "SELECT pg_database_size(current_database())").Scan(&n)
+	} else {
+		err = db.R.QueryRowContext(ctx, "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()").Scan(&n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store size: %w", err)
+	}
+	return n, nil
+}

@@ -54,6 +54,9 @@ func (s *Service) RequireKey(next http.Handler) http.Handler {
 			httpx.WriteError(w, r, err)
 			return
 		}
+		if n := httpx.Noted(r.Context()); n != nil {
+			n.KeyID = keyID
+		}
 		ctx := context.WithValue(WithOrg(r.Context(), o), keyIDKey, keyID)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
