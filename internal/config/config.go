@@ -49,6 +49,8 @@ type Serve struct {
 	APIKey         string        `name:"api-key" env:"CATCHBOX_API_KEY" help:"On first start of an empty store: the API key of the default organisation (default: generated and printed once)."`
 	WaitHold       time.Duration `name:"wait-hold" env:"CATCHBOX_WAIT_HOLD" default:"20s" help:"How long a wait=true request is held before its 307 redirect."`
 	LogFormat      string        `name:"log-format" env:"CATCHBOX_LOG_FORMAT" default:"text" enum:"text,json" help:"Log format: text or json."`
+	AccessLog      bool          `name:"access-log" env:"CATCHBOX_ACCESS_LOG" default:"true" negatable:"" help:"Log every HTTP request (method, route, status, duration, bytes, request id, key id); without it only 4xx and 5xx answers are logged."`
+	Metrics        bool          `name:"metrics" env:"CATCHBOX_METRICS" default:"true" negatable:"" help:"Serve GET /metrics (Prometheus) and record what it reports."`
 
 	SMTPMaxMessageBytes int64         `name:"smtp-max-message-bytes" env:"CATCHBOX_SMTP_MAX_MESSAGE_BYTES" default:"31457280" help:"Largest message accepted over SMTP, in bytes (SIZE extension)."`
 	SMTPMaxRecipients   int           `name:"smtp-max-recipients" env:"CATCHBOX_SMTP_MAX_RECIPIENTS" default:"100" help:"Most RCPT TO per message."`
@@ -235,12 +237,29 @@ func (c *Serve) SMTPAddrs() []string {
 	return out
 }
 
-// PublicBaseURL is the base for links handed to clients, without a trailing slash.
+// PublicBaseURL is the base for links handed to clients, without a trailing
+// slash: the configured public URL. Without one, the HTTP listen address,
+// except that a listener on all interfaces (0.0.0.0, [::], :port) names
+// localhost: an unspecified address is no place a client can reach, and a
+// server that listens there should be given CATCHBOX_PUBLIC_URL (Serve warns).
 func (c *Serve) PublicBaseURL() string {
 	if c.PublicURL != "" {
 		return strings.TrimRight(c.PublicURL, "/")
 	}
+	if host, port, err := net.SplitHostPort(c.HTTPAddr); err == nil && AllInterfaces(host) {
+		return "http://" + net.JoinHostPort("localhost", port)
+	}
 	return "http://" + c.HTTPAddr
+}
+
+// AllInterfaces reports whether a listen host is every interface's: empty,
+// 0.0.0.0 or ::.
+func AllInterfaces(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsUnspecified()
 }
 
 // SMTPPublicEndpoint is the host and port GET /api/smtp/{namespace} reports.

@@ -492,6 +492,9 @@ func TestOpenAPIConformance(t *testing.T) {
 		key, other := e.key, e.otherKey
 		for _, k := range []call{
 			{method: "GET", path: "/healthz", route: "/healthz", status: 200},
+			{method: "GET", path: "/readyz", route: "/readyz", status: 200},
+			{method: "GET", path: "/api/version", route: "/api/version", status: 200},
+			{method: "GET", path: "/metrics", route: "/metrics", status: 200},
 			{method: "GET", path: "/api/openapi.yaml", route: "/api/openapi.yaml", status: 200},
 
 			{method: "GET", path: test, route: test, key: key, status: 200},

@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -16,11 +17,13 @@ import (
 	"github.com/catchbox/catchbox/internal/deliverability"
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
 	"github.com/catchbox/catchbox/internal/web"
+	"github.com/catchbox/catchbox/internal/version"
 )
 
 // Deps are the services whose handlers the routes call. A feature with
@@ -40,13 +43,31 @@ type Deps struct {
 	Sessions *tenant.Sessions
 	// Web is the dashboard; nil: no pages.
 	Web *web.Dashboard
+
+	// AccessLog logs every request (observe); without it only failures are.
+	AccessLog bool
+	// Metrics serves GET /metrics; nil leaves the route out.
+	Metrics http.Handler
+	// Drain, when closed, ends every held wait=true request at once with its
+	// 307 (graceful shutdown); nil never does.
+	Drain <-chan struct{}
+	// Ready answers GET /readyz: nil when the service can serve (its store
+	// reachable and migrated), else why not.
+	Ready func(context.Context) error
 }
 
 // NewRouter returns the HTTP handler of the whole API: the middleware every
 // request passes through, the contract's 404 and 405 bodies, and routes.
 func NewRouter(d Deps) http.Handler {
 	r := chi.NewRouter()
-	r.Use(requestID, recoverPanics, limitBody)
+	r.Use(requestID, observe(d.AccessLog), recoverPanics, limitBody)
+	if d.Drain != nil {
+		r.Use(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				next.ServeHTTP(w, r.WithContext(notify.WithDrain(r.Context(), d.Drain)))
+			})
+		})
+	}
 	r.NotFound(d.Limits.byAddr(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, httpx.Errorf(http.StatusNotFound, "route_not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})).ServeHTTP)
@@ -66,7 +87,12 @@ func routes(r chi.Router, d Deps) {
 	// No credential.
 	open := group{r.With(d.Limits.byAddr)}
 	open.get("/healthz", healthHandler)
+	open.get("/readyz", readyHandler(d.Ready))
+	open.get("/api/version", versionHandler)
 	open.get("/api/openapi.yaml", openAPIHandler)
+	if d.Metrics != nil {
+		open.r.Method(http.MethodGet, "/metrics", d.Metrics)
+	}
 
 	// Signed links: the signature in the URL is the credential, so clients can
 	// fetch a download_url bare.
@@ -207,6 +233,37 @@ func (g group) delete(path string, h httpx.Handler) { g.r.Method(http.MethodDele
 // the database restarts (each request reports its own failure).
 func healthHandler(w http.ResponseWriter, r *http.Request) error {
 	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// readyHandler answers GET /readyz: 200 when ready says the service can serve
+// (the store answers and its schema is this build's), else 503 with the
+// reason, so that a load balancer or an orchestrator sends no traffic to a
+// replica that would fail it. Unlike /healthz it asks the store.
+func readyHandler(ready func(context.Context) error) httpx.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			defer cancel()
+			if err := ready(ctx); err != nil {
+				slog.Warn("Not ready", "request_id", httpx.RequestID(r.Context()), "err", err)
+				return httpx.Errorf(http.StatusServiceUnavailable, "not_ready", "not ready: %v", err)
+			}
+		}
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		return nil
+	}
+}
+
+// readyTimeout bounds the store checks of GET /readyz.
+const readyTimeout = 2 * time.Second
+
+// versionHandler answers GET /api/version with this build's version.
+func versionHandler(w http.ResponseWriter, r *http.Request) error {
+	httpx.WriteJSON(w, http.StatusOK, struct {
+		version.Info
+		APIVersion string `json:"api_version"`
+	}{version.Get(), apiVersion})
 	return nil
 }
 

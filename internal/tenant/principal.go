@@ -131,6 +131,9 @@ func (s *Service) requireAPI(next http.Handler, sessions *Sessions) http.Handler
 			httpx.WriteError(w, r, err)
 			return
 		}
+		if n := httpx.Noted(r.Context()); n != nil {
+			n.KeyID = keyID // the access log names the key by its id, never the key
+		}
 		p := Principal{Org: o, KeyID: keyID, Orgs: []Org{o}}
 		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
 	})

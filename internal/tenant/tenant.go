@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -47,6 +48,8 @@ var (
 	ErrNameTaken     = errors.New("name already taken")
 	ErrNamespaceName = errors.New("namespace names are 1 to 63 characters of a-z, 0-9 and '-', not starting or ending with '-'")
 	ErrReserved      = errors.New("namespace name is reserved")
+	// ErrAlreadyRevoked is returned by RevokeKey for a key revoked before.
+	ErrAlreadyRevoked = errors.New("already revoked")
 )
 
 // Org is an organisation: the owner of keys, namespaces, devices and numbers.
@@ -220,17 +223,30 @@ func (s *Service) CreateKey(ctx context.Context, orgID, label, key string) (id, 
 	return id, key, nil
 }
 
-// RevokeKey revokes the key with the given id; requests with it get 401 from then on.
+// RevokeKey revokes the key with the given id; requests with it get 401 from
+// then on. A key revoked before is ErrAlreadyRevoked, an unknown id ErrNotFound.
 func (s *Service) RevokeKey(ctx context.Context, id string) error {
 	res, err := s.db.Exec(ctx, "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", store.NowMillis(), id)
 	if err != nil {
 		return fmt.Errorf("revoke API key: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("API key %s: %w", id, ErrNotFound)
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
 	}
-	return nil
+	var revoked sql.NullInt64
+	err = s.db.QueryRow(ctx, "SELECT revoked_at FROM api_keys WHERE id = ?", id).Scan(&revoked)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("API key %s: %w", id, ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("revoke API key: %w", err)
+	}
+	return fmt.Errorf("API key %s was revoked at %s: %w", id, time.UnixMilli(revoked.Int64).UTC().Format(time.RFC3339), ErrAlreadyRevoked)
 }
+
+// lastUsedEvery is how stale a key's last_used_at may get: a key is marked
+// used at most once per period, so a busy key costs no write per request.
+const lastUsedEvery = time.Minute
 
 // Authenticate returns the organisation of a valid, unrevoked key.
 func (s *Service) Authenticate(ctx context.Context, key string) (Org, error) {
@@ -254,20 +270,18 @@ func (s *Service) authenticateKey(ctx context.Context, key string) (keyID string
 	if err != nil {
 		return "", Org{}, fmt.Errorf("authenticate API key: %w", err)
 	}
-	if now := store.NowMillis(); now-used.Int64 >= keyUseEvery.Milliseconds() {
-		// Written at most once a minute per key, so keyed requests do not each cost a write.
-		if _, err := s.db.Exec(ctx, "UPDATE api_keys SET last_used_at = ? WHERE id = ?", now, keyID); err != nil {
-			return "", Org{}, fmt.Errorf("record API key use: %w", err)
+	o.CreatedAt, o.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
+	if now := store.NowMillis(); !used.Valid || now-used.Int64 >= lastUsedEvery.Milliseconds() {
+		// Best effort: a failed mark must not fail the request it belongs to.
+		if _, err := s.db.Exec(ctx, "UPDATE api_keys SET last_used_at = ? WHERE id = ?", now, keyID); err != nil && ctx.Err() == nil {
+			slog.Warn("Could not record an API key's last use", "key_id", keyID, "err", err)
 		}
 	}
-	o.CreatedAt, o.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	return keyID, o, nil
 }
 
-// keyUseEvery is how stale a key's last_used_at may get.
-const keyUseEvery = time.Minute
-
-// Key is an API key as listed: never the key itself.
+// Key is an API key as listed (catchbox admin key list, the dashboard): never
+// the key itself, which only its hash in the store could give.
 type Key struct {
 	ID        string
 	Label     string

@@ -30,6 +30,3 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_user ON sessions (user_id);
 CREATE INDEX sessions_expiry ON sessions (expires_at);
-
--- When a key was last used (to the minute: written at most once a minute per key).
-ALTER TABLE api_keys ADD COLUMN last_used_at BIGINT;
