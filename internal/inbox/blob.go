@@ -75,13 +75,14 @@ func contentHash(b []byte) string {
 // emptyContentHash is the contentHash of no bytes.
 var emptyContentHash = contentHash(nil)
 
-// minCompress is the smallest content worth compressing. Below it the bytes saved
-// (a few hundred at most) are not worth the CPU on the ingest path: compressing
-// every 1 KB message cost 14% of ingest's CPU.
-const minCompress = 2048
+// minCompress is the smallest content worth compressing: below it zstd's frame
+// header and tables leave nothing saved. A 1 KB text message compresses to about
+// half, and its body as much (docs/benchmarks.md, "Footprint"); compression
+// runs on the senders' goroutines, not in the writer, whose pace sets ingest's.
+const minCompress = 256
 
-// pack prepares content for storage. Content under minCompress is stored as it
-// is.
+// pack prepares content for storage. Content under minCompress, or that does
+// not shrink, is stored as it is.
 func pack(content []byte) packed {
 	p := packed{codec: codecNone, size: int64(len(content)), data: nonNil(content)}
 	if len(content) >= minCompress {
