@@ -72,6 +72,8 @@ type Serve struct {
 	RetentionMax      time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention_time a namespace may set."`
 	SearchMemoryBytes int64         `name:"search-memory-bytes" env:"CATCHBOX_SEARCH_MEMORY_BYTES" default:"134217728" help:"SQLite: memory for the columns substring searches read, kept per namespace searched (0: search in SQLite only)."`
 
+	MemoryLimit string `name:"memory-limit" env:"CATCHBOX_MEMORY_LIMIT" help:"Memory budget of the whole process, in bytes or with a KiB, MiB or GiB suffix (e.g. 256MiB; default: none). Sets Go's soft memory limit and sizes SQLite's caches and the search copies under it; at least 32MiB."`
+
 	ReaperInterval time.Duration `name:"reaper-interval" env:"CATCHBOX_REAPER_INTERVAL" default:"30s" help:"How often expired emails are deleted."`
 
 	TwilioAuthToken string        `name:"twilio-auth-token" env:"CATCHBOX_TWILIO_AUTH_TOKEN" help:"Twilio account auth token: verifies X-Twilio-Signature on POST /webhooks/twilio/sms (the webhook is off without it)."`
@@ -151,6 +153,12 @@ func (c *Serve) Validate() error {
 	if c.SearchMemoryBytes < 0 {
 		return fmt.Errorf("search-memory-bytes must not be negative")
 	}
+	if _, err := ParseBytes(c.MemoryLimit); err != nil {
+		return fmt.Errorf("memory-limit: %w", err)
+	}
+	if n, _ := ParseBytes(c.MemoryLimit); n != 0 && n < MinMemoryLimit {
+		return fmt.Errorf("memory-limit must be at least 32MiB (the server itself takes about 20 MiB)")
+	}
 	if c.RetentionMax < time.Minute {
 		return fmt.Errorf("retention-max must be at least 60s")
 	}
@@ -174,6 +182,35 @@ func (c *Serve) Validate() error {
 	}
 	c.MailDomain = strings.ToLower(strings.TrimSuffix(c.MailDomain, "."))
 	return c.Deliverability.validate()
+}
+
+// MinMemoryLimit is the smallest CATCHBOX_MEMORY_LIMIT: an idle server holds
+// about 20 MiB.
+const MinMemoryLimit = 32 << 20
+
+// MemoryLimitBytes is MemoryLimit in bytes, 0 when none is set. Validate has
+// checked it.
+func (c *Serve) MemoryLimitBytes() int64 {
+	n, _ := ParseBytes(c.MemoryLimit)
+	return n
+}
+
+// ParseBytes reads a size: a whole number of bytes, or one followed by KiB,
+// MiB or GiB (also KB, MB, GB, K, M, G, all powers of 1024). "" is 0.
+func ParseBytes(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	num := strings.TrimRightFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.ToLower(strings.TrimSpace(v[len(num):]))
+	shift := map[string]uint{"": 0, "b": 0, "k": 10, "kb": 10, "kib": 10, "m": 20, "mb": 20, "mib": 20, "g": 30, "gb": 30, "gib": 30}
+	s, ok := shift[unit]
+	n, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil || n < 0 || n > math.MaxInt64>>s {
+		return 0, fmt.Errorf("%q is not a size (bytes, or a number with KiB, MiB or GiB)", v)
+	}
+	return n << s, nil
 }
 
 // validateRateLimits checks the request and AUTH limits: a rate is a finite

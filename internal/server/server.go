@@ -139,7 +139,12 @@ func SetupLogger(format string, w io.Writer) {
 
 // OpenStore opens and migrates the configured store.
 func OpenStore(ctx context.Context, cfg config.Store) (*store.DB, error) {
-	db, err := store.Open(ctx, cfg.DatabaseURLOrDefault())
+	return OpenStoreWith(ctx, cfg, store.Options{})
+}
+
+// OpenStoreWith is OpenStore with the SQLite memory settings of opts.
+func OpenStoreWith(ctx context.Context, cfg config.Store, opts store.Options) (*store.DB, error) {
+	db, err := store.OpenWith(ctx, cfg.DatabaseURLOrDefault(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +190,9 @@ func Build(ctx context.Context, cfg config.Serve) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err // before the store is touched
 	}
-	db, err := OpenStore(ctx, cfg.Store)
+	plan := planMemory(cfg)
+	plan.apply()
+	db, err := OpenStoreWith(ctx, cfg.Store, plan.sqlite)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +251,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Ingester = inbox.NewIngester(db, s.Notifier)
 	s.Jobs = jobs.New(db, s.Notifier, jobs.Options{})
 	s.Searcher = inbox.NewSearcher(db)
-	s.Searcher.SetColumnBudget(cfg.SearchMemoryBytes)
+	s.Searcher.SetColumnBudget(planMemory(cfg).searchBytes)
 
 	s.Inbox = &inbox.API{
 		Tenants:   s.Tenants,
