@@ -170,4 +170,3 @@ func (c *userPasswordCmd) Run(a *adminCmd) error {
 	env.print(userView(u), "Set the password of %s; their sessions have ended", u.Email)
 	return nil
 }
-

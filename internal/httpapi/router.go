@@ -22,8 +22,8 @@ import (
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
-	"github.com/catchbox/catchbox/internal/web"
 	"github.com/catchbox/catchbox/internal/version"
+	"github.com/catchbox/catchbox/internal/web"
 )
 
 // Deps are the services whose handlers the routes call. A feature with
