@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bufio"
 	"net/http"
 	"net/url"
 	"strings"
@@ -106,6 +107,49 @@ func TestEmailBodyPolicy(t *testing.T) {
 		}
 		if csp := b.get("/inboxes").header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
 			t.Fatalf("page CSP %q", csp)
+		}
+	})
+}
+
+// The inbox's event stream sends "mail" when mail lands in the namespace
+// (subscribed before the first byte is sent, so none is missed).
+func TestInboxEvents(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, nil)
+		b := e.browser()
+		b.signIn("alice@example.com")
+		req, _ := http.NewRequest(http.MethodGet, e.base+"/inboxes/default/events", nil)
+		resp, err := b.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+			t.Fatalf("events: %d %q", resp.StatusCode, ct)
+		}
+		r := bufio.NewReader(resp.Body)
+		for { // the opening comment: the subscription is in place
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(line, ": live") {
+				break
+			}
+		}
+		e.deliver("default", mail("for default", "x"))
+		var got []string
+		for len(got) < 2 {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if line = strings.TrimSpace(line); line != "" {
+				got = append(got, line)
+			}
+		}
+		if got[0] != "event: mail" || got[1] != "data: {}" {
+			t.Fatalf("events: %q", got)
 		}
 	})
 }
