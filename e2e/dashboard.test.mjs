@@ -138,6 +138,11 @@ test("a person's day with the dashboard, and another organisation's user sees no
   assert.equal(await page.evaluate(() => window.__notReloaded), true, "the page reloaded");
   assert.equal(await row.locator(".code-chip").textContent(), "739204");
   await a11y(page, "inbox");
+  // Phone width: the same page, readable, no sideways scrolling.
+  await page.setViewportSize({ width: 390, height: 844 });
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), "the inbox scrolls sideways on a phone");
+  if (shots) await page.screenshot({ path: join(shots, "inbox-phone-light.png") });
+  await page.setViewportSize({ width: 1280, height: 800 });
 
   // Open it: the HTML is in a sandboxed frame; no script runs, no remote image loads.
   await Promise.all([page.waitForURL("**/emails/**"), row.locator("a").click()]);
