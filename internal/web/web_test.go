@@ -2,10 +2,12 @@ package web_test
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
@@ -150,6 +152,27 @@ func TestInboxEvents(t *testing.T) {
 		}
 		if got[0] != "event: mail" || got[1] != "data: {}" {
 			t.Fatalf("events: %q", got)
+		}
+	})
+}
+
+// The inbox's time filters take the form's date and time (UTC) or the API's
+// Unix seconds, and bound the emails as the API's search does.
+func TestInboxTimeFilter(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, nil)
+		b := e.browser()
+		b.signIn("alice@example.com")
+		e.deliver("default", mail("Arrived now", "x"))
+		now := time.Now().UTC()
+		past := now.Add(-2 * time.Hour).Format("2006-01-02T15:04")
+		future := now.Add(2 * time.Hour).Format("2006-01-02T15:04")
+		mustContain(t, b.get("/inboxes/default?from_timestamp="+past), "Arrived now", `value="`+past+`"`)
+		mustLack(t, b.get("/inboxes/default?from_timestamp="+future), "Arrived now")
+		mustLack(t, b.get("/inboxes/default?to_timestamp="+past), "Arrived now")
+		mustContain(t, b.get(fmt.Sprintf("/inboxes/default?from_timestamp=%d", now.Add(-time.Hour).Unix())), "Arrived now")
+		if p := b.get("/inboxes/default?from_timestamp=2026-13-45T99:00"); p.status != http.StatusBadRequest {
+			t.Fatalf("bad date: %d", p.status)
 		}
 	})
 }
