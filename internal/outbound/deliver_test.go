@@ -44,10 +44,10 @@ func newDeliveryEnv(t testing.TB, db *store.DB, relayURL string) *apiEnv {
 func newDeliveryEnvWith(t testing.TB, db *store.DB, relayURL string, before func(*apiEnv)) *apiEnv {
 	t.Helper()
 	e := newAPIEnvWith(t, db, func(c *config.Serve) { c.RelayURL = relayURL })
+	e.clock.now = time.Now().UTC().Truncate(time.Millisecond)
 	if before != nil {
 		before(e)
 	}
-	e.clock.now = time.Now().UTC().Truncate(time.Millisecond)
 	e.svc.Jobs.SetClock(e.clock.Now)
 	e.svc.Deliverer.Now = e.clock.Now
 	if err := e.svc.Jobs.Start(context.Background()); err != nil {
@@ -402,4 +402,26 @@ func TestDeliveryOverTLS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeliveryAfterContentExpired: a message whose built content expired
+// before its first attempt (the queue was stopped past
+// CATCHBOX_OUTBOUND_CONTENT_TTL) cannot be sent; its recipients fail, saying
+// why, and the job ends.
+func TestDeliveryAfterContentExpired(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var id string
+		e := newDeliveryEnvWith(t, db, "", func(e *apiEnv) {
+			id = e.send("default", map[string]any{"to": []string{"late@default.localhost"}, "subject": "late", "text": "x"}).ID
+			e.clock.Add(outbound.DefaultContentTTL + time.Minute)
+		})
+		d := e.until(id, "the attempt", settled(1))
+		r := recipient(t, d, "late@default.localhost")
+		if r.Status != outbound.DeliveryFailed || d.Status != outbound.StatusFailed || !strings.Contains(d.FailureReason, "content expired") {
+			t.Errorf("recipient %+v; email %s, failure_reason %q", r, d.Status, d.FailureReason)
+		}
+		if j := jobOf(t, e, id); j.State != "done" {
+			t.Errorf("job %+v: want done", j)
+		}
+	})
 }
