@@ -425,3 +425,46 @@ func TestDeliveryAfterContentExpired(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelDuringAttempt: a cancel committed while an attempt is in the
+// middle of its relay transaction ends the recipients it names. The relay's
+// later 250 is recorded as an event and leaves the external recipient
+// cancelled; the internal one is not stored into the inbox.
+func TestCancelDuringAttempt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		relay := startRelay(t)
+		e := newDeliveryEnv(t, db, relay.URL())
+		e.verify(e.org.ID, "held@example.com")
+		release := relay.HoldRcpt()
+		defer release()
+		s := e.send("default", map[string]any{"to": []string{"held@example.com", "kept-out@default.localhost"},
+			"subject": "cancelled midway", "text": "x"})
+		deadline := time.Now().Add(60 * time.Second)
+		for relay.Rcpts("held@example.com") == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the attempt never reached the relay")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if r := e.do(e.key, "POST", "/api/emails/outbound/"+s.ID+"/cancel", nil); r.status != http.StatusOK {
+			t.Fatalf("cancel: %d %s", r.status, r.body)
+		}
+		release()
+		d := e.until(s.ID, "the attempt's results", func(d outbound.Detail) bool {
+			got := relay.Received()
+			return len(got) == 1 && hasEvent(d, outbound.EventSent, outbound.ProviderSMTP, got[0].QueueID)
+		})
+		for _, r := range d.Recipients {
+			if r.Status != outbound.DeliveryCancelled {
+				t.Errorf("recipient %s: %s, want cancelled", r.Email, r.Status)
+			}
+		}
+		if d.Status != outbound.StatusFailed {
+			t.Errorf("email status %s, want failed", d.Status)
+		}
+		found := e.do(e.key, "GET", "/api/emails/default/inbox?to_addr_prefix=kept-out@", nil)
+		if !strings.Contains(string(found.body), `"total_count":0`) {
+			t.Errorf("the cancelled internal recipient's copy was stored: %s", found.body)
+		}
+	})
+}
