@@ -27,6 +27,7 @@ type adminCmd struct {
 	Key       keyCmd       `cmd:"" help:"API keys."`
 	Namespace namespaceCmd `cmd:"" help:"Namespaces (inboxes)."`
 	SMSNumber smsNumberCmd `cmd:"" name:"sms-number" help:"SMS numbers."`
+	Webhook   webhookCmd   `cmd:"" help:"Webhook endpoints."`
 }
 
 // adminEnv is what every admin command works with.
@@ -34,6 +35,7 @@ type adminEnv struct {
 	ctx     context.Context
 	db      *store.DB
 	tenants *tenant.Service
+	key     *secret.Key
 	json    bool
 	out     io.Writer
 }
@@ -49,7 +51,7 @@ func (a *adminCmd) open() (*adminEnv, func(), error) {
 		db.Close()
 		return nil, nil, err
 	}
-	env := &adminEnv{ctx: ctx, db: db, tenants: tenant.NewService(db, key, a.RetentionMax), json: a.JSON, out: os.Stdout}
+	env := &adminEnv{ctx: ctx, db: db, tenants: tenant.NewService(db, key, a.RetentionMax), key: key, json: a.JSON, out: os.Stdout}
 	return env, func() { db.Close() }, nil
 }
 

@@ -77,6 +77,7 @@ type Serve struct {
 
 	OutboundContentTTL time.Duration `name:"outbound-content-ttl" env:"CATCHBOX_OUTBOUND_CONTENT_TTL" default:"168h" help:"How long the bytes of outbound attachments and built messages are kept; afterwards attachment content is 410, metadata stays."`
 	Deliverability     `embed:""`
+	Webhook            `embed:""`
 }
 
 // Deliverability configures deliverability reports and spam scores
@@ -163,6 +164,9 @@ func (c *Serve) Validate() error {
 		}
 	}
 	c.MailDomain = strings.ToLower(strings.TrimSuffix(c.MailDomain, "."))
+	if err := c.Webhook.validate(); err != nil {
+		return err
+	}
 	return c.Deliverability.validate()
 }
 

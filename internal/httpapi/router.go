@@ -20,6 +20,7 @@ import (
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
+	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // Deps are the services whose handlers the routes call. A feature with
@@ -35,6 +36,7 @@ type Deps struct {
 	Limits *Limits
 
 	Deliverability *deliverability.Service
+	Webhooks       *webhook.Service
 }
 
 // NewRouter returns the HTTP handler of the whole API: the middleware every
@@ -116,6 +118,17 @@ func routes(r chi.Router, d Deps) {
 	key.post("/api/emails/outbound/{outboundEmailId}/cancel", d.Outbound.CancelOutboundHandler)
 	key.post("/api/emails/{emailId}/deliverability-report", d.Deliverability.RequestReportHandler)
 	key.get("/api/emails/{emailId}/deliverability-report", d.Deliverability.GetReportHandler)
+
+	// Webhook endpoints of the key's organisation and their deliveries.
+	key.post("/api/webhooks", d.Webhooks.CreateHandler)
+	key.get("/api/webhooks", d.Webhooks.ListHandler)
+	key.get("/api/webhooks/{webhookId}", d.Webhooks.GetHandler)
+	key.patch("/api/webhooks/{webhookId}", d.Webhooks.UpdateHandler)
+	key.delete("/api/webhooks/{webhookId}", d.Webhooks.DeleteHandler)
+	key.post("/api/webhooks/{webhookId}/rotate-secret", d.Webhooks.RotateSecretHandler)
+	key.post("/api/webhooks/{webhookId}/test", d.Webhooks.TestHandler)
+	key.get("/api/webhooks/{webhookId}/deliveries", d.Webhooks.DeliveriesHandler)
+	key.post("/api/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver", d.Webhooks.RedeliverHandler)
 }
 
 // group registers handlers on one group of the route table, one method each.
@@ -124,6 +137,7 @@ type group struct{ r chi.Router }
 func (g group) get(path string, h httpx.Handler)    { g.r.Method(http.MethodGet, path, h) }
 func (g group) post(path string, h httpx.Handler)   { g.r.Method(http.MethodPost, path, h) }
 func (g group) delete(path string, h httpx.Handler) { g.r.Method(http.MethodDelete, path, h) }
+func (g group) patch(path string, h httpx.Handler)  { g.r.Method(http.MethodPatch, path, h) }
 
 // healthHandler answers GET /healthz: the process serves HTTP. It does not ask
 // the store, so a load balancer does not take every replica out at once while

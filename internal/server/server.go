@@ -41,6 +41,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
+	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // shutdownTimeout bounds the wait for SMTP sessions and HTTP requests to finish
@@ -80,6 +81,8 @@ type Service struct {
 	Limits *httpapi.Limits
 	// Outbound is outbound email: send, reply, forward and what became of them.
 	Outbound *outbound.API
+	// Webhooks are the organisations' webhook endpoints and their deliveries.
+	Webhooks *webhook.Service
 
 	// SMTP serves the listeners Serve is given.
 	SMTP *smtpd.Server
@@ -247,6 +250,9 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Outbound.Store.ContentTTL = cfg.OutboundContentTTL
 	s.Jobs.Register(outbound.DeliveryKind, outbound.HoldDelivery, jobs.Limits{})
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
+	s.Webhooks = newWebhooks(cfg, db, s.Jobs, s.Tenants, key, s.Notifier)
+	s.Ingester.OnIngest(inbox.WebhookHook(s.Webhooks))
+	s.SMS.Service.Webhooks, s.Outbound.Store.Webhooks, s.Deliverability.Webhooks = s.Webhooks, s.Webhooks, s.Webhooks
 	s.Handler = httpapi.NewRouter(httpapi.Deps{
 		Tenants:      s.Tenants,
 		Inbox:        s.Inbox,
@@ -257,6 +263,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		Outbound:     s.Outbound,
 
 		Deliverability: s.Deliverability,
+		Webhooks:       s.Webhooks,
 	})
 
 	s.SMTP = smtpd.New(smtpd.Config{
@@ -280,6 +287,8 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		{Name: "jobs", Run: s.runJobs},
 		s.every("outbound-content-expiry", s.Outbound.Store.ExpireJob),
 		s.every("deliverability-prune", s.Deliverability.Prune),
+		s.every("webhook-prune", s.Webhooks.Prune),
+		{Name: "webhook-watch", Run: s.Webhooks.Watch},
 	}
 	return s, nil
 }
@@ -304,6 +313,22 @@ func newDeliverability(cfg config.Serve, db *store.DB, q *jobs.Queue, searcher *
 		svc.ScoreOnIngest(ing, d.SpamdWorkers)
 	}
 	return svc
+}
+
+// newWebhooks builds the webhook service from the configuration.
+func newWebhooks(cfg config.Serve, db *store.DB, q *jobs.Queue, tenants *tenant.Service, key *secret.Key, n notify.Notifier) *webhook.Service {
+	w := webhook.New(db, q, tenants, key, webhook.Config{
+		MaxAge:       cfg.WebhookMaxAge,
+		Backoff:      cfg.WebhookBackoff,
+		MaxBackoff:   cfg.WebhookMaxBackoff,
+		DisableAfter: cfg.WebhookDisableAfter,
+		Timeout:      cfg.WebhookTimeout,
+		AllowPrivate: cfg.AllowPrivateWebhooks(),
+		MaxEndpoints: cfg.WebhookMaxEndpoints,
+		Workers:      cfg.WebhookWorkers,
+	})
+	w.Notifier = n
+	return w
 }
 
 // runJobs runs the job queue's workers until ctx ends, then lets the jobs under
