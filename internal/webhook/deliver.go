@@ -99,6 +99,12 @@ func (s *Service) runDelivery(ctx context.Context, j *jobs.Job) error {
 			return next(ctx, tx)
 		})
 	}
+	// A message is sent only once what caused it is durable: on SQLite a
+	// commit is made durable after it (the ingester's group commit answers
+	// its 250s then), and the job may be claimed in between.
+	if err := s.db.Sync(); err != nil {
+		return err
+	}
 	res := s.send(ctx, ep, m)
 	return j.Finish(ctx, nil, func(ctx context.Context, tx *store.Tx) error {
 		if err := s.record(ctx, tx, ep, m, res); err != nil {

@@ -1,0 +1,67 @@
+#!/bin/sh
+# SMTP ingest with one webhook endpoint (email.received, to a local receiver
+# answering 204) against none, interleaved, on fresh servers of one build:
+#   scripts/bench-webhook.sh BINARY
+# Each repetition runs both variants (the order alternates) and prints the
+# rate; the end prints the medians and the median of the pairs' ratios.
+#   REPS=6  MESSAGES=3000  CONNS=8  SIZE=small
+set -eu
+[ $# -eq 1 ] || { echo "usage: $0 BINARY" >&2; exit 2; }
+GO=${GO:-go}
+OUT=${BENCH_DIR:-/tmp/catchbox-bench-webhook}
+REPS=${REPS:-6}
+MESSAGES=${MESSAGES:-3000}
+CONNS=${CONNS:-8}
+SIZE=${SIZE:-small}
+SMTP=127.0.0.1:23825
+HTTP=127.0.0.1:29326
+HOOK=127.0.0.1:29327
+KEY=benchkey12345
+mkdir -p "$OUT"
+cp "$1" "$OUT/catchbox"
+$GO build -o "$OUT/catchbox-bench" ./cmd/catchbox-bench
+PID= RPID=
+trap '[ -z "$PID" ] || kill "$PID" 2>/dev/null; [ -z "$RPID" ] || kill "$RPID" 2>/dev/null; true' EXIT INT TERM
+
+python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(204); self.end_headers()
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+' "${HOOK#*:}" &
+RPID=$!
+
+# run VARIANT: one fresh server (with an endpoint when VARIANT is hook), one ingest run.
+run() {
+	rm -rf "$OUT/data"; mkdir -p "$OUT/data"
+	CATCHBOX_DATA_DIR=$OUT/data CATCHBOX_API_KEY=$KEY CATCHBOX_SMTP_ADDR=$SMTP CATCHBOX_HTTP_ADDR=$HTTP \
+		CATCHBOX_SECRET_KEY=bench-secret-key-0123456789 "$OUT/catchbox" serve >>"$OUT/server.log" 2>&1 &
+	PID=$!
+	i=0
+	until curl -fsS -o /dev/null -H "X-Api-Key: $KEY" "http://$HTTP/api/test" 2>/dev/null; do
+		i=$((i + 1)); [ $i -lt 300 ] || { echo "catchbox did not start; see $OUT/server.log" >&2; exit 1; }
+		sleep 0.1
+	done
+	if [ "$1" = hook ]; then
+		curl -fsS -o /dev/null -H "X-Api-Key: $KEY" -d "{\"url\": \"http://$HOOK/hook\", \"event_types\": [\"email.received\"]}" "http://$HTTP/api/webhooks"
+	fi
+	rate=$("$OUT/catchbox-bench" smtp --label "$1" --addr $SMTP --messages "$MESSAGES" --conns "$CONNS" --size "$SIZE" |
+		sed -n 's/.*rate=\([0-9.]*\)\/s.*/\1/p')
+	echo "$1 load=$(cut -d' ' -f1 /proc/loadavg) rate=$rate"
+	kill $PID; wait $PID 2>/dev/null || true; PID=
+}
+
+echo "# $(date -u +%FT%TZ) $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg); $MESSAGES $SIZE messages over $CONNS connections per run"
+for rep in $(seq 1 "$REPS"); do
+	if [ $((rep % 2)) = 1 ]; then run none; run hook; else run hook; run none; fi
+done | tee "$OUT/runs.txt"
+
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+f() { grep "^$1 " "$OUT/runs.txt" | sed -n 's/.* rate=\([0-9.]*\).*/\1/p'; }
+paste -d' ' "$(f none >"$OUT/none.txt"; echo "$OUT/none.txt")" "$(f hook >"$OUT/hook.txt"; echo "$OUT/hook.txt")" |
+	awk '{print $2 / $1}' >"$OUT/pairs.txt"
+echo "# medians: none $(median <"$OUT/none.txt")/s, one endpoint $(median <"$OUT/hook.txt")/s; pairs (endpoint / none) $(median <"$OUT/pairs.txt")"
