@@ -131,8 +131,15 @@ test("events are signed, retried through 500s, and arrive in order once each", a
     assert.equal(accepted[5].data.previous_status, "queued");
   }
 
-  const log = await api("GET", `api/webhooks/${endpointId}/deliveries?limit=100`);
+  // The receiver answers before the attempts are recorded: read the log once they are.
+  let log;
+  for (let i = 0; i < 600; i++) {
+    log = await api("GET", `api/webhooks/${endpointId}/deliveries?limit=100&state=delivered`);
+    if (log.status !== 200 || log.body.data.length === want.length) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
   assert.equal(log.status, 200);
+  assert.equal(log.body.data.length, want.length);
   const oldest = log.body.data.at(-1);
   assert.equal(oldest.state, "delivered");
   assert.equal(oldest.attempts.length, failFirst + 1);

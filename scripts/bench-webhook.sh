@@ -3,7 +3,10 @@
 # answering 204) against none, interleaved, on fresh servers of one build:
 #   scripts/bench-webhook.sh BINARY
 # Each repetition runs both variants (the order alternates) and prints the
-# rate; the end prints the medians and the median of the pairs' ratios.
+# rate and the server's CPU time per message over the run (utime + stime from
+# /proc/PID/stat: with an endpoint it includes the deliveries made during the
+# run); the end prints the medians and the median of the pairs' ratios. The
+# receiver (Python's http.server) runs on the same cores.
 #   REPS=6  MESSAGES=3000  CONNS=8  SIZE=small
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 BINARY" >&2; exit 2; }
@@ -20,7 +23,9 @@ KEY=benchkey12345
 mkdir -p "$OUT"
 cp "$1" "$OUT/catchbox"
 $GO build -o "$OUT/catchbox-bench" ./cmd/catchbox-bench
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
 PID= RPID=
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 trap '[ -z "$PID" ] || kill "$PID" 2>/dev/null; [ -z "$RPID" ] || kill "$RPID" 2>/dev/null; true' EXIT INT TERM
 
 python3 -c '
@@ -49,9 +54,11 @@ run() {
 	if [ "$1" = hook ]; then
 		curl -fsS -o /dev/null -H "X-Api-Key: $KEY" -d "{\"url\": \"http://$HOOK/hook\", \"event_types\": [\"email.received\"]}" "http://$HTTP/api/webhooks"
 	fi
+	c0=$(cpu $PID)
 	rate=$("$OUT/catchbox-bench" smtp --label "$1" --addr $SMTP --messages "$MESSAGES" --conns "$CONNS" --size "$SIZE" |
 		sed -n 's/.*rate=\([0-9.]*\)\/s.*/\1/p')
-	echo "$1 load=$(cut -d' ' -f1 /proc/loadavg) rate=$rate"
+	c1=$(cpu $PID)
+	echo "$1 load=$(cut -d' ' -f1 /proc/loadavg) rate=$rate cpu_us_per_msg=$(( (c1 - c0) * TICK_US / MESSAGES ))"
 	kill $PID; wait $PID 2>/dev/null || true; PID=
 }
 
@@ -62,6 +69,7 @@ done | tee "$OUT/runs.txt"
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 f() { grep "^$1 " "$OUT/runs.txt" | sed -n 's/.* rate=\([0-9.]*\).*/\1/p'; }
+g() { grep "^$1 " "$OUT/runs.txt" | sed -n 's/.* cpu_us_per_msg=\([0-9]*\).*/\1/p' | median; }
 paste -d' ' "$(f none >"$OUT/none.txt"; echo "$OUT/none.txt")" "$(f hook >"$OUT/hook.txt"; echo "$OUT/hook.txt")" |
 	awk '{print $2 / $1}' >"$OUT/pairs.txt"
-echo "# medians: none $(median <"$OUT/none.txt")/s, one endpoint $(median <"$OUT/hook.txt")/s; pairs (endpoint / none) $(median <"$OUT/pairs.txt")"
+echo "# medians: none $(median <"$OUT/none.txt")/s, one endpoint $(median <"$OUT/hook.txt")/s; pairs (endpoint / none) $(median <"$OUT/pairs.txt"); cpu per message none $(g none) us, one endpoint $(g hook) us"

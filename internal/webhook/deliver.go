@@ -50,26 +50,46 @@ type message struct {
 	expiresAt time.Time
 }
 
-// head returns the oldest pending message of the endpoint, or ErrNotFound.
-func (s *Service) head(ctx context.Context, endpointID string) (message, error) {
-	var m message
-	var next, exp int64
-	err := s.db.QueryRow(ctx, `SELECT id, event_type, body, attempts, next_attempt_at, expires_at FROM webhook_messages
-		WHERE endpoint_id = ? AND state = 'pending' ORDER BY seq LIMIT 1`, endpointID).
-		Scan(&m.id, &m.eventType, &m.body, &m.attempts, &next, &exp)
-	if noRows(err) {
-		return message{}, ErrNotFound
-	}
+// pending returns up to limit of the endpoint's pending messages, oldest first.
+func (s *Service) pending(ctx context.Context, endpointID string, limit int) ([]message, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, event_type, body, attempts, next_attempt_at, expires_at FROM webhook_messages
+		WHERE endpoint_id = ? AND state = 'pending' ORDER BY seq LIMIT ?`, endpointID, limit)
 	if err != nil {
-		return message{}, fmt.Errorf("read webhook queue: %w", err)
+		return nil, fmt.Errorf("read webhook queue: %w", err)
 	}
-	m.nextAt, m.expiresAt = time.UnixMilli(next), time.UnixMilli(exp)
-	return m, nil
+	defer rows.Close()
+	var out []message
+	for rows.Next() {
+		var m message
+		var next, exp int64
+		if err := rows.Scan(&m.id, &m.eventType, &m.body, &m.attempts, &next, &exp); err != nil {
+			return nil, fmt.Errorf("read webhook queue: %w", err)
+		}
+		m.nextAt, m.expiresAt = time.UnixMilli(next), time.UnixMilli(exp)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// A delivery job sends up to batchMessages messages, one after the other,
+// and starts none after batchTime: their outcomes are recorded in one
+// transaction, which spares the store a commit per message.
+const (
+	batchMessages = 50
+	batchTime     = 2 * time.Second
+)
+
+// outcome is what became of one message in a delivery job.
+type outcome struct {
+	m    message
+	dead bool   // past its age before it was tried
+	res  result // the attempt, when not dead
 }
 
 // runDelivery is the delivery job of one endpoint: it sends the endpoint's
-// oldest pending message once and, in the transaction that records the
-// attempt, schedules what follows (reschedule). It always ends done; only a
+// oldest pending messages, in order, each once, stopping at the first that
+// fails (or at the batch's limits) and, in the transaction that records the
+// attempts, schedules what follows (reschedule). It always ends done; only a
 // failure of the store makes the queue retry it.
 func (s *Service) runDelivery(ctx context.Context, j *jobs.Job) error {
 	var p jobPayload
@@ -84,20 +104,14 @@ func (s *Service) runDelivery(ctx context.Context, j *jobs.Job) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.head(ctx, ep.ID)
-	if errors.Is(err, ErrNotFound) || (err == nil && (!ep.Enabled || m.nextAt.After(s.now()))) {
+	var ms []message
+	if ep.Enabled {
+		if ms, err = s.pending(ctx, ep.ID, batchMessages); err != nil {
+			return err
+		}
+	}
+	if len(ms) == 0 || ms[0].nextAt.After(s.now()) {
 		return j.Finish(ctx, nil, next)
-	}
-	if err != nil {
-		return err
-	}
-	if !s.now().Before(m.expiresAt) {
-		return j.Finish(ctx, nil, func(ctx context.Context, tx *store.Tx) error {
-			if err := s.finishMessage(ctx, tx, m.id, "dead"); err != nil {
-				return err
-			}
-			return next(ctx, tx)
-		})
 	}
 	// A message is sent only once what caused it is durable: on SQLite a
 	// commit is made durable after it (the ingester's group commit answers
@@ -105,10 +119,37 @@ func (s *Service) runDelivery(ctx context.Context, j *jobs.Job) error {
 	if err := s.db.Sync(); err != nil {
 		return err
 	}
-	res := s.send(ctx, ep, m)
+	start := time.Now()
+	var done []outcome
+	for _, m := range ms {
+		now := s.now()
+		if m.nextAt.After(now) || time.Since(start) > batchTime || ctx.Err() != nil {
+			break
+		}
+		if !now.Before(m.expiresAt) {
+			done = append(done, outcome{m: m, dead: true})
+			continue
+		}
+		res := s.send(ctx, ep, m)
+		done = append(done, outcome{m: m, res: res})
+		if !res.ok() {
+			break // the next ones wait for this one
+		}
+	}
 	return j.Finish(ctx, nil, func(ctx context.Context, tx *store.Tx) error {
-		if err := s.record(ctx, tx, ep, m, res); err != nil {
-			return err
+		for _, o := range done {
+			if o.dead {
+				if err := s.finishMessage(ctx, tx, o.m.id, "dead"); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := s.record(ctx, tx, ep, o.m, o.res); err != nil {
+				return err
+			}
+			if o.res.ok() {
+				ep.FailingSince = time.Time{} // the streak ended here
+			}
 		}
 		return next(ctx, tx)
 	})

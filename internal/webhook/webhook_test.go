@@ -63,7 +63,13 @@ func TestDeliveredSignedInOrderAfterFailures(t *testing.T) {
 			}
 		}
 
-		st, out := e.call("GET", "/api/webhooks/"+id+"/deliveries?limit=100", nil)
+		// The receiver answers before the attempts are recorded.
+		var st int
+		var out map[string]any
+		waitFor(t, "the deliveries recorded", func() bool {
+			st, out = e.call("GET", "/api/webhooks/"+id+"/deliveries?limit=100&state=delivered", nil)
+			return st != http.StatusOK || len(out["data"].([]any)) == 5
+		})
 		if st != http.StatusOK {
 			t.Fatalf("deliveries: %d %v", st, out)
 		}
