@@ -14,7 +14,7 @@ import (
 // CATCHBOX_WEBHOOK_ALLOW_PRIVATE allows them.
 type webhookCmd struct {
 	Add    webhookAddCmd    `cmd:"" help:"Add a webhook endpoint to an organisation; its secret is printed once."`
-	List   webhookListCmd   `cmd:"" help:"List an organisation's webhook endpoints (never their secrets)."`
+	List   webhookListCmd   `cmd:"" help:"List webhook endpoints, of one organisation or all (never their secrets)."`
 	Remove webhookRemoveCmd `cmd:"" help:"Remove a webhook endpoint by id, with its pending messages and log."`
 }
 
@@ -65,7 +65,7 @@ func (c *webhookAddCmd) Run(a *adminCmd) error {
 }
 
 type webhookListCmd struct {
-	Org string `name:"org" required:"" help:"Organisation name."`
+	Org string `name:"org" help:"Organisation name (default: every organisation's endpoints)."`
 }
 
 func (c *webhookListCmd) Run(a *adminCmd) error {
@@ -74,11 +74,15 @@ func (c *webhookListCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	o, err := env.tenants.OrgByName(env.ctx, c.Org)
-	if err != nil {
-		return err
+	orgID := ""
+	if c.Org != "" {
+		o, err := env.tenants.OrgByName(env.ctx, c.Org)
+		if err != nil {
+			return err
+		}
+		orgID = o.ID
 	}
-	eps, err := env.webhooks().List(env.ctx, o.ID)
+	eps, err := env.webhooks().List(env.ctx, orgID)
 	if err != nil {
 		return err
 	}
@@ -102,7 +106,7 @@ func (c *webhookListCmd) Run(a *adminCmd) error {
 		if ep.Namespace != "" {
 			ns = " namespace " + ep.Namespace
 		}
-		fmt.Fprintf(env.out, "%s  %s  %s%s  %s\n", ep.ID, ep.URL, strings.Join(ep.EventTypes, ","), ns, state)
+		fmt.Fprintf(env.out, "%s  org %s  %s  %s%s  %s\n", ep.ID, ep.OrgID, ep.URL, strings.Join(ep.EventTypes, ","), ns, state)
 	}
 	return nil
 }

@@ -28,6 +28,9 @@ func TestAdminWebhook(t *testing.T) {
 	if !strings.Contains(out, ep.ID) || !strings.Contains(out, "email.received,sms.received") || strings.Contains(out, "whsec_") {
 		t.Errorf("webhook list = %q", out)
 	}
+	if out := admin(t, dir, false, "webhook", "list"); !strings.Contains(out, ep.ID) {
+		t.Errorf("webhook list of every organisation = %q", out)
+	}
 	errOut := admin(t, dir, true, "webhook", "add", "https://hooks.example.com/", "--org", "acme", "--events", "email.sent")
 	if !strings.Contains(errOut, "event_types") || !strings.Contains(errOut, "email.sent") {
 		t.Errorf("bad event type: %q", errOut)

@@ -253,6 +253,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Webhooks = newWebhooks(cfg, db, s.Jobs, s.Tenants, key, s.Notifier)
 	s.Ingester.OnIngest(inbox.WebhookHook(s.Webhooks))
 	s.SMS.Service.Webhooks, s.Outbound.Store.Webhooks, s.Deliverability.Webhooks = s.Webhooks, s.Webhooks, s.Webhooks
+	s.TOTP.Webhooks = s.Webhooks
 	s.Handler = httpapi.NewRouter(httpapi.Deps{
 		Tenants:      s.Tenants,
 		Inbox:        s.Inbox,
@@ -288,6 +289,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		s.every("outbound-content-expiry", s.Outbound.Store.ExpireJob),
 		s.every("deliverability-prune", s.Deliverability.Prune),
 		s.every("webhook-prune", s.Webhooks.Prune),
+		s.every("device-expiry", s.TOTP.AnnounceExpired),
 		{Name: "webhook-watch", Run: s.Webhooks.Watch},
 	}
 	return s, nil

@@ -170,9 +170,14 @@ func (s *Service) Create(ctx context.Context, orgID string, spec Spec) (Endpoint
 	return e, nil
 }
 
-// List returns the organisation's endpoints, oldest first.
+// List returns the organisation's endpoints, oldest first; orgID "" lists
+// every organisation's (the admin command).
 func (s *Service) List(ctx context.Context, orgID string) ([]Endpoint, error) {
-	rows, err := s.db.Query(ctx, "SELECT "+endpointColumns+" FROM webhook_endpoints WHERE org_id = ? ORDER BY created_at, id", orgID)
+	q, args := "SELECT "+endpointColumns+" FROM webhook_endpoints WHERE org_id = ? ORDER BY created_at, id", []any{orgID}
+	if orgID == "" {
+		q, args = "SELECT "+endpointColumns+" FROM webhook_endpoints ORDER BY created_at, id", nil
+	}
+	rows, err := s.db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list webhook endpoints: %w", err)
 	}

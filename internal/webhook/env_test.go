@@ -36,7 +36,11 @@ type env struct {
 	key  string
 	ns   tenant.Namespace
 	recv *receiver
+	// lastEndpoint is the id of the endpoint createEndpoint made last.
+	lastEndpoint string
 }
+
+func (e *env) endpointID() string { return e.lastEndpoint }
 
 // testConfig is the service's configuration with retries fast enough for a test.
 func testConfig(t testing.TB) config.Serve {
@@ -120,6 +124,7 @@ func (e *env) createEndpoint(body map[string]any) (string, string) {
 		e.t.Fatalf("create endpoint: %d %v", st, out)
 	}
 	d := out["data"].(map[string]any)
+	e.lastEndpoint = d["id"].(string)
 	secret := d["secret"].(string)
 	e.recv.addSecret(secret)
 	return d["id"].(string), secret

@@ -41,6 +41,7 @@ const (
 	OutboundEvent           = "outbound.event"
 	OutboundStatus          = "outbound.status"
 	DeliverabilityCompleted = "deliverability.completed"
+	DeviceExpired           = "device.expired"
 	// TestEvent is sent by POST /api/webhooks/{id}/test to that endpoint
 	// only, whatever its event types.
 	TestEvent = "webhook.test"
@@ -48,7 +49,7 @@ const (
 
 // EventTypes are the event types an endpoint may subscribe to, and the ones
 // it gets when it names none.
-var EventTypes = []string{EmailReceived, SMSReceived, OutboundEvent, OutboundStatus, DeliverabilityCompleted}
+var EventTypes = []string{EmailReceived, SMSReceived, OutboundEvent, OutboundStatus, DeliverabilityCompleted, DeviceExpired}
 
 // DeliverKind is the kind of the delivery job: payload {"endpoint_id"}.
 const DeliverKind = "webhook.deliver"

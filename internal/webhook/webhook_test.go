@@ -14,6 +14,7 @@ import (
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/totp"
 )
 
 // TestDeliveredSignedInOrderAfterFailures: email.received events for stored
@@ -176,7 +177,7 @@ func TestEndpointAPI(t *testing.T) {
 	}
 	st, out := e.call("GET", "/api/webhooks/"+id, nil)
 	d := out["data"].(map[string]any)
-	if st != http.StatusOK || d["secret"] != nil || d["enabled"] != true || len(d["event_types"].([]any)) != 5 {
+	if st != http.StatusOK || d["secret"] != nil || d["enabled"] != true || len(d["event_types"].([]any)) != 6 {
 		t.Errorf("get: %d %v", st, out)
 	}
 	st, out = e.call("PATCH", "/api/webhooks/"+id, map[string]any{"enabled": false, "event_types": []string{"sms.received"}})
@@ -430,4 +431,49 @@ func TestTwoReplicas(t *testing.T) {
 			t.Errorf("delivery %d is %s, the outbox's is %s", i, h.ID, order[i])
 		}
 	}
+}
+
+// TestDeviceExpired: a device whose expires_at passes is announced once, as
+// device.expired; one that expired long before the first look is not.
+func TestDeviceExpired(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, testConfig(t))
+		ctx := context.Background()
+		org, _ := e.svc.Tenants.OrgByName(ctx, "default")
+		e.createEndpoint(map[string]any{"event_types": []string{"device.expired"}})
+		e.start()
+		var skew atomic.Int64
+		e.svc.TOTP.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		newDevice := func(name string, expires time.Time) string {
+			d, err := e.svc.TOTP.Create(ctx, org.ID, totp.NewDevice{Secret: []byte("12345678901234567890"), Name: name,
+				Params: totp.DefaultParams, Source: "shared_secret", ExpiresAt: expires})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d.ID
+		}
+		soon := newDevice("soon", time.Now().Add(time.Hour))
+		newDevice("later", time.Now().Add(48*time.Hour))
+		if err := e.svc.TOTP.AnnounceExpired(ctx); err != nil {
+			t.Fatal(err)
+		}
+		skew.Store(int64(2 * time.Hour))
+		for range 2 { // the second run finds nothing new
+			if err := e.svc.TOTP.AnnounceExpired(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, "the device.expired event", func() bool { return len(e.recv.accepted()) >= 1 })
+		skew.Store(int64(80 * time.Hour)) // "later" expired 32 hours before this look
+		if err := e.svc.TOTP.AnnounceExpired(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e.call("POST", "/api/webhooks/"+e.endpointID()+"/test", nil) // a marker: everything before it has gone out
+		waitFor(t, "the test event", func() bool { return len(e.recv.accepted()) >= 2 })
+		got := e.recv.accepted()
+		if got[0].Type != "device.expired" || got[0].Body["data"].(map[string]any)["id"] != soon ||
+			got[0].Body["data"].(map[string]any)["name"] != "soon" || got[1].Type != "webhook.test" {
+			t.Errorf("got %v", got)
+		}
+	})
 }
