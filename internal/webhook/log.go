@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/store"
@@ -183,8 +184,12 @@ func (s *Service) SendTest(ctx context.Context, ep Endpoint) (string, error) {
 }
 
 // Prune deletes delivered and dead messages, and their attempts, once they
-// have been in the log for LogRetention.
+// have been in the log for LogRetention, and repairs the schedule of
+// endpoints whose delivery job is gone (repair).
 func (s *Service) Prune(ctx context.Context) error {
+	if err := s.repair(ctx); err != nil {
+		return err
+	}
 	cutoff := s.now().Add(-s.cfg.LogRetention).UnixMilli()
 	for {
 		var n int64
@@ -207,4 +212,55 @@ func (s *Service) Prune(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// repair gives a delivery job back to each endpoint marked scheduled whose
+// job has ended without scheduling the next: the queue made it dead after
+// its attempts (the store kept failing, or its process kept dying mid-way).
+// Without it the endpoint's messages would wait for the next event.
+func (s *Service) repair(ctx context.Context) error {
+	rows, err := s.db.Query(ctx, "SELECT id FROM webhook_endpoints WHERE scheduled")
+	if err != nil {
+		return fmt.Errorf("read scheduled webhook endpoints: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("read scheduled webhook endpoints: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read scheduled webhook endpoints: %w", err)
+	}
+	for _, id := range ids {
+		p, _ := json.Marshal(jobPayload{EndpointID: id})
+		err := s.db.InTx(ctx, func(tx *store.Tx) error {
+			var scheduled bool
+			err := tx.QueryRow(ctx, "SELECT scheduled FROM webhook_endpoints WHERE id = ?"+forUpdate(tx), id).Scan(&scheduled)
+			if noRows(err) || (err == nil && !scheduled) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			var live int
+			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM jobs WHERE kind = ? AND state IN ('pending', 'running') AND payload = ?`,
+				DeliverKind, p).Scan(&live); err != nil {
+				return err
+			}
+			if live > 0 {
+				return nil
+			}
+			slog.Warn("Webhook endpoint had no delivery job; scheduling one", "endpoint_id", id)
+			return s.reschedule(ctx, tx, id)
+		})
+		if err != nil {
+			return fmt.Errorf("repair webhook schedule: %w", err)
+		}
+	}
+	return nil
 }

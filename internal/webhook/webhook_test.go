@@ -477,3 +477,25 @@ func TestDeviceExpired(t *testing.T) {
 		}
 	})
 }
+
+// TestRepairLostJob: an endpoint whose delivery job died (the queue gave up
+// on it) gets a new one from the periodic repair, and its messages go out.
+func TestRepairLostJob(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, testConfig(t))
+		ctx := context.Background()
+		e.createEndpoint(nil)
+		e.deliver("its job died")
+		if _, err := db.Exec(ctx, "UPDATE jobs SET state = 'dead' WHERE kind = 'webhook.deliver'"); err != nil {
+			t.Fatal(err)
+		}
+		e.start()
+		if err := e.svc.Webhooks.Prune(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the delivery", func() bool { return len(e.recv.accepted()) >= 1 })
+		if err := e.svc.Webhooks.Prune(ctx); err != nil { // a live or finished job: nothing to repair
+			t.Fatal(err)
+		}
+	})
+}
