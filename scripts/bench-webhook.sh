@@ -8,6 +8,8 @@
 # run); the end prints the medians and the median of the pairs' ratios. The
 # receiver (Python's http.server) runs on the same cores.
 #   REPS=6  MESSAGES=3000  CONNS=8  SIZE=small
+#   BENCH_POSTGRES_URL=postgres://...  runs each server on a fresh schema of that
+#   database instead of SQLite (psql creates and drops it).
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 BINARY" >&2; exit 2; }
 GO=${GO:-go}
@@ -43,7 +45,13 @@ RPID=$!
 # run VARIANT: one fresh server (with an endpoint when VARIANT is hook), one ingest run.
 run() {
 	rm -rf "$OUT/data"; mkdir -p "$OUT/data"
-	CATCHBOX_DATA_DIR=$OUT/data CATCHBOX_API_KEY=$KEY CATCHBOX_SMTP_ADDR=$SMTP CATCHBOX_HTTP_ADDR=$HTTP \
+	DBURL=
+	if [ -n "${BENCH_POSTGRES_URL:-}" ]; then
+		SCHEMA=bench_webhook_$$
+		psql -q "$BENCH_POSTGRES_URL" -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE; CREATE SCHEMA $SCHEMA" >/dev/null 2>&1
+		DBURL="$BENCH_POSTGRES_URL&search_path=$SCHEMA,public"
+	fi
+	CATCHBOX_DATABASE_URL=$DBURL CATCHBOX_DATA_DIR=$OUT/data CATCHBOX_API_KEY=$KEY CATCHBOX_SMTP_ADDR=$SMTP CATCHBOX_HTTP_ADDR=$HTTP \
 		CATCHBOX_SECRET_KEY=bench-secret-key-0123456789 "$OUT/catchbox" serve >>"$OUT/server.log" 2>&1 &
 	PID=$!
 	i=0
@@ -60,6 +68,7 @@ run() {
 	c1=$(cpu $PID)
 	echo "$1 load=$(cut -d' ' -f1 /proc/loadavg) rate=$rate cpu_us_per_msg=$(( (c1 - c0) * TICK_US / MESSAGES ))"
 	kill $PID; wait $PID 2>/dev/null || true; PID=
+	[ -z "${BENCH_POSTGRES_URL:-}" ] || psql -q "$BENCH_POSTGRES_URL" -c "DROP SCHEMA IF EXISTS $SCHEMA CASCADE" >/dev/null 2>&1
 }
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg); $MESSAGES $SIZE messages over $CONNS connections per run"
