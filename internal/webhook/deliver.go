@@ -191,7 +191,7 @@ func (s *Service) send(ctx context.Context, ep Endpoint, m message) result {
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", Sign(ep.secrets, m.id, ts, []byte(m.body)))
 	start := time.Now()
-	resp, err := s.client.get(ep.URL).Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		r.latency = time.Since(start)
 		r.err = describe(err, s.cfg.Timeout)
@@ -368,13 +368,11 @@ func (s *Service) allowed(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// clientPool is the HTTP client of deliveries. Redirects are not followed (a
-// 3xx is a failed attempt, as Standard Webhooks asks), no proxy is used (it
-// would make the dialer's address check moot), and every connection is checked
-// by control.
-type clientPool struct{ c *http.Client }
-
-func newClientPool(timeout time.Duration, control func(string, string, syscall.RawConn) error) *clientPool {
+// newClient returns the HTTP client of deliveries. Redirects are not
+// followed (a 3xx is a failed attempt, as Standard Webhooks asks), no proxy is
+// used (it would make the dialer's address check moot), and every connection
+// is checked by control.
+func newClient(timeout time.Duration, control func(string, string, syscall.RawConn) error) *http.Client {
 	d := &net.Dialer{Timeout: timeout, Control: control}
 	t := &http.Transport{
 		Proxy:                 nil,
@@ -385,8 +383,6 @@ func newClientPool(timeout time.Duration, control func(string, string, syscall.R
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &clientPool{c: &http.Client{Transport: t, Timeout: timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &http.Client{Transport: t, Timeout: timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
-
-func (p *clientPool) get(string) *http.Client { return p.c }

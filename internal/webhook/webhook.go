@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -109,7 +110,7 @@ type Service struct {
 	tenants *tenant.Service
 	sealer  *secret.Sealer
 	cfg     Config
-	client  *clientPool
+	client  *http.Client
 	// Now is the clock (tests move it).
 	Now func() time.Time
 	// Notifier, when set, carries changes of endpoints to the other
@@ -144,7 +145,7 @@ const cacheTTL = time.Second
 func New(db *store.DB, queue *jobs.Queue, tenants *tenant.Service, key *secret.Key, cfg Config) *Service {
 	s := &Service{db: db, queue: queue, tenants: tenants, sealer: key.Sealer("webhook-secret"),
 		cfg: cfg.withDefaults(), Now: time.Now, cache: map[string]cachedOrg{}}
-	s.client = newClientPool(s.cfg.Timeout, s.allowed)
+	s.client = newClient(s.cfg.Timeout, s.allowed)
 	if queue != nil {
 		// Attempts of the job are not deliveries (those are recorded by the
 		// job itself, which always ends done): the job's own retries only
