@@ -117,8 +117,9 @@ type Service struct {
 	// replicas (Watch), which drop their cached endpoints.
 	Notifier notify.Notifier
 
-	mu    sync.Mutex
-	cache map[string]cachedOrg // organisation id → its enabled endpoints
+	mu      sync.Mutex
+	cache   map[string]cachedOrg          // organisation id → its enabled endpoints
+	txLocks map[*store.Tx]map[string]bool // endpoints each open transaction has locked (addMessage)
 }
 
 // cachedOrg is what Emit needs of an organisation's enabled endpoints.
@@ -144,7 +145,7 @@ const cacheTTL = time.Second
 // may be nil (the admin command line), which skips the namespace check.
 func New(db *store.DB, queue *jobs.Queue, tenants *tenant.Service, key *secret.Key, cfg Config) *Service {
 	s := &Service{db: db, queue: queue, tenants: tenants, sealer: key.Sealer("webhook-secret"),
-		cfg: cfg.withDefaults(), Now: time.Now, cache: map[string]cachedOrg{}}
+		cfg: cfg.withDefaults(), Now: time.Now, cache: map[string]cachedOrg{}, txLocks: map[*store.Tx]map[string]bool{}}
 	s.client = newClient(s.cfg.Timeout, s.allowed)
 	if queue != nil {
 		// Attempts of the job are not deliveries (those are recorded by the
@@ -340,20 +341,24 @@ func forUpdate(tx *store.Tx) string {
 // delivery job, which reads the queue under the same lock when it decides to
 // end, cannot miss this message.
 func (s *Service) addMessage(ctx context.Context, tx *store.Tx, endpointID, eventType, b string, now time.Time) (string, error) {
-	var scheduled, enabled bool
-	err := tx.QueryRow(ctx, "SELECT scheduled, enabled FROM webhook_endpoints WHERE id = ?"+forUpdate(tx), endpointID).
-		Scan(&scheduled, &enabled)
-	if noRows(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("lock webhook endpoint: %w", err)
-	}
-	if !enabled {
-		return "", nil
+	// A transaction that has written a message for the endpoint holds its
+	// lock and has scheduled it already (an ingest batch writes many).
+	scheduled, enabled := true, true
+	if !s.locked(tx, endpointID) {
+		err := tx.QueryRow(ctx, "SELECT scheduled, enabled FROM webhook_endpoints WHERE id = ?"+forUpdate(tx), endpointID).
+			Scan(&scheduled, &enabled)
+		if noRows(err) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("lock webhook endpoint: %w", err)
+		}
+		if !enabled {
+			return "", nil
+		}
 	}
 	id := tenant.NewID()
-	_, err = tx.Exec(ctx, `INSERT INTO webhook_messages (id, endpoint_id, event_type, body, state, next_attempt_at, expires_at, created_at)
+	_, err := tx.Exec(ctx, `INSERT INTO webhook_messages (id, endpoint_id, event_type, body, state, next_attempt_at, expires_at, created_at)
 		VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)`, id, endpointID, eventType, b, now.UnixMilli(), now.Add(s.cfg.MaxAge).UnixMilli(), now.UnixMilli())
 	if err != nil {
 		return "", fmt.Errorf("insert webhook message: %w", err)
@@ -363,7 +368,42 @@ func (s *Service) addMessage(ctx context.Context, tx *store.Tx, endpointID, even
 			return "", err
 		}
 	}
+	s.lock(tx, endpointID)
 	return id, nil
+}
+
+// maxLockedTxs bounds the transactions whose endpoint locks are remembered:
+// a transaction that rolls back is never forgotten otherwise (AfterCommit
+// does not run). Forgetting a live one only costs it the SELECT again.
+const maxLockedTxs = 1024
+
+// locked reports whether tx has locked the endpoint's row and scheduled it
+// (lock).
+func (s *Service) locked(tx *store.Tx, endpointID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.txLocks[tx][endpointID]
+}
+
+// lock remembers, until tx commits, that it holds the endpoint's lock and the
+// endpoint is scheduled.
+func (s *Service) lock(tx *store.Tx, endpointID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.txLocks[tx]
+	if m == nil {
+		if len(s.txLocks) >= maxLockedTxs {
+			clear(s.txLocks)
+		}
+		m = map[string]bool{}
+		s.txLocks[tx] = m
+		tx.AfterCommit(func() {
+			s.mu.Lock()
+			delete(s.txLocks, tx)
+			s.mu.Unlock()
+		})
+	}
+	m[endpointID] = true
 }
 
 type jobPayload struct {

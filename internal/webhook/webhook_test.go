@@ -15,6 +15,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/totp"
+	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // TestDeliveredSignedInOrderAfterFailures: email.received events for stored
@@ -496,6 +497,52 @@ func TestRepairLostJob(t *testing.T) {
 		waitFor(t, "the delivery", func() bool { return len(e.recv.accepted()) >= 1 })
 		if err := e.svc.Webhooks.Prune(ctx); err != nil { // a live or finished job: nothing to repair
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestSeveralEventsInOneTransaction: events emitted together (an ingest
+// batch) give the endpoint one delivery job and arrive in emit order; a
+// transaction that rolls back sends nothing.
+func TestSeveralEventsInOneTransaction(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, testConfig(t))
+		ctx := context.Background()
+		org, _ := e.svc.Tenants.OrgByName(ctx, "default")
+		e.createEndpoint(map[string]any{"event_types": []string{"sms.received"}})
+		emit := func(tx *store.Tx, n int) error {
+			return e.svc.Webhooks.Emit(ctx, tx, webhook.Event{OrgID: org.ID, Type: webhook.SMSReceived, Data: map[string]int{"n": n}})
+		}
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			for i := range 3 {
+				if err := emit(tx, i); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rollback := fmt.Errorf("rolled back on purpose")
+		if err := db.InTx(ctx, func(tx *store.Tx) error { emit(tx, 99); return rollback }); err != rollback {
+			t.Fatal(err)
+		}
+		var jobs int
+		db.QueryRow(ctx, "SELECT COUNT(*) FROM jobs WHERE kind = 'webhook.deliver'").Scan(&jobs)
+		if jobs != 1 {
+			t.Errorf("%d delivery jobs, want 1", jobs)
+		}
+		e.start()
+		e.call("POST", "/api/webhooks/"+e.endpointID()+"/test", nil)
+		waitFor(t, "four deliveries", func() bool { return len(e.recv.accepted()) >= 4 })
+		for i, h := range e.recv.accepted()[:3] {
+			if n := h.Body["data"].(map[string]any)["n"]; n != float64(i) {
+				t.Errorf("delivery %d carries n=%v", i, n)
+			}
+		}
+		if got := e.recv.accepted(); len(got) != 4 || got[3].Type != "webhook.test" {
+			t.Errorf("after the rolled-back event: %v", got)
 		}
 	})
 }
