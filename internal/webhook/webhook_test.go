@@ -91,6 +91,19 @@ func TestDeliveredSignedInOrderAfterFailures(t *testing.T) {
 		if a4 := atts[4].(map[string]any); a4["status_code"] != float64(204) {
 			t.Errorf("last attempt: %v", a4)
 		}
+		// Paging: two by two, newest first.
+		var paged []string
+		before := ""
+		for range 3 {
+			_, out := e.call("GET", "/api/webhooks/"+id+"/deliveries?limit=2&before="+before, nil)
+			for _, d := range out["data"].([]any) {
+				paged = append(paged, d.(map[string]any)["id"].(string))
+			}
+			before = paged[len(paged)-1]
+		}
+		if len(paged) != 5 || paged[0] != got[4].ID || paged[4] != got[0].ID {
+			t.Errorf("paged %v, want the five newest first", paged)
+		}
 	})
 }
 
