@@ -101,5 +101,11 @@ export async function startCatchbox(extraEnv = {}) {
       await new Promise((r) => child.once("exit", r));
       rmSync(dataDir, { recursive: true, force: true });
     },
+    // kill ends the process at once (SIGKILL), as a crash would, and leaves
+    // the data directory for a restart on it (startCatchbox with CATCHBOX_DATA_DIR).
+    async kill() {
+      child.kill("SIGKILL");
+      await new Promise((r) => child.once("exit", r));
+    },
   };
 }

@@ -17,6 +17,7 @@
 //	catchbox-bench seed   --smtp 127.0.0.1:2525 --messages 100000 --conns 16
 //	catchbox-bench rss    --pid PID --interval 100ms
 //	catchbox-bench relay  --addr 127.0.0.1:0 --user catchbox --pass relay-secret
+//	catchbox-bench webhook --api http://127.0.0.1:8025 --smtp 127.0.0.1:2525 --key KEY --rounds 200 --burst 2000
 package main
 
 import (
@@ -42,6 +43,7 @@ var commands = []command{
 	{"seed", "fill one or many namespaces with searchable messages over SMTP", runSeed},
 	{"rss", "sample a process's resident memory and report its peak", runRSS},
 	{"relay", "an SMTP relay sink for outbound mail, printing each message it accepts as JSON", runRelay},
+	{"webhook", "time from the SMTP 250 to the email.received webhook's arrival, and events per second", runWebhook},
 }
 
 func main() {

@@ -35,6 +35,7 @@ type adminCmd struct {
 	SMSNumber   smsNumberCmd   `cmd:"" name:"sms-number" help:"SMS numbers."`
 	Destination destinationCmd `cmd:"" help:"Verified external destinations of outbound mail."`
 	User        userCmd        `cmd:"" help:"Dashboard users."`
+	Webhook     webhookCmd     `cmd:"" help:"Webhook endpoints."`
 }
 
 // adminEnv is what every admin command works with.
@@ -42,6 +43,7 @@ type adminEnv struct {
 	ctx     context.Context
 	db      *store.DB
 	tenants *tenant.Service
+	key     *secret.Key
 	json    bool
 	out     io.Writer
 }
@@ -62,7 +64,7 @@ func (a *adminCmd) open() (*adminEnv, func(), error) {
 		db.Close()
 		return nil, nil, err
 	}
-	env := &adminEnv{ctx: ctx, db: db, tenants: tenant.NewService(db, key, a.RetentionMax), json: a.JSON, out: os.Stdout}
+	env := &adminEnv{ctx: ctx, db: db, tenants: tenant.NewService(db, key, a.RetentionMax), key: key, json: a.JSON, out: os.Stdout}
 	return env, func() { db.Close() }, nil
 }
 

@@ -83,6 +83,7 @@ type Serve struct {
 	OutboundContentTTL time.Duration `name:"outbound-content-ttl" env:"CATCHBOX_OUTBOUND_CONTENT_TTL" default:"168h" help:"How long the bytes of outbound attachments and built messages are kept; afterwards attachment content is 410, metadata stays."`
 	OutboundMaxAge     time.Duration `name:"outbound-max-age" env:"CATCHBOX_OUTBOUND_MAX_AGE" default:"24h" help:"How long after its creation an outbound message is retried for a deferred (4xx) recipient before the recipient is expired."`
 	Deliverability     `embed:""`
+	Webhook            `embed:""`
 }
 
 // Deliverability configures deliverability reports and spam scores
@@ -181,6 +182,9 @@ func (c *Serve) Validate() error {
 		}
 	}
 	c.MailDomain = strings.ToLower(strings.TrimSuffix(c.MailDomain, "."))
+	if err := c.Webhook.validate(); err != nil {
+		return err
+	}
 	return c.Deliverability.validate()
 }
 

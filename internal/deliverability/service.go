@@ -12,6 +12,7 @@ import (
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // Kinds of job of this package.
@@ -55,6 +56,9 @@ type Service struct {
 	workers  int
 	// Now is the clock (tests move it).
 	Now func() time.Time
+	// Webhooks receives a deliverability.completed event for each completed
+	// report, in the transaction that stores it; nil sends none.
+	Webhooks *webhook.Service
 }
 
 // New builds the service and registers its report job with the queue.
@@ -131,7 +135,10 @@ func (s *Service) runReport(ctx context.Context, j *jobs.Job) error {
 	rep.Source = src
 	now := s.now()
 	err = j.Finish(ctx, nil, func(ctx context.Context, tx *store.Tx) error {
-		return s.reports.complete(ctx, tx, p.EmailID, p.Run, rep, now, expiry(now, expiresMs))
+		if err := s.reports.complete(ctx, tx, p.EmailID, p.Run, rep, now, expiry(now, expiresMs)); err != nil {
+			return err
+		}
+		return s.emitCompleted(ctx, tx, p.EmailID, rep)
 	})
 	if err == nil {
 		slog.Info("Deliverability report completed", "email_id", p.EmailID, "overall_status", rep.OverallStatus,

@@ -24,6 +24,7 @@ import (
 	"github.com/catchbox/catchbox/internal/totp"
 	"github.com/catchbox/catchbox/internal/version"
 	"github.com/catchbox/catchbox/internal/web"
+	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // Deps are the services whose handlers the routes call. A feature with
@@ -54,6 +55,8 @@ type Deps struct {
 	// Ready answers GET /readyz: nil when the service can serve (its store
 	// reachable and migrated), else why not.
 	Ready func(context.Context) error
+
+	Webhooks *webhook.Service
 }
 
 // NewRouter returns the HTTP handler of the whole API: the middleware every
@@ -160,6 +163,16 @@ func routes(r chi.Router, d Deps) {
 	if d.Web != nil {
 		dashboard(r, d)
 	}
+	// Webhook endpoints of the key's organisation and their deliveries.
+	key.post("/api/webhooks", d.Webhooks.CreateHandler)
+	key.get("/api/webhooks", d.Webhooks.ListHandler)
+	key.get("/api/webhooks/{webhookId}", d.Webhooks.GetHandler)
+	key.patch("/api/webhooks/{webhookId}", d.Webhooks.UpdateHandler)
+	key.delete("/api/webhooks/{webhookId}", d.Webhooks.DeleteHandler)
+	key.post("/api/webhooks/{webhookId}/rotate-secret", d.Webhooks.RotateSecretHandler)
+	key.post("/api/webhooks/{webhookId}/test", d.Webhooks.TestHandler)
+	key.get("/api/webhooks/{webhookId}/deliveries", d.Webhooks.DeliveriesHandler)
+	key.post("/api/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver", d.Webhooks.RedeliverHandler)
 }
 
 // dashboard is the route table of the dashboard's pages. Every page refuses
@@ -227,6 +240,7 @@ type group struct{ r chi.Router }
 func (g group) get(path string, h httpx.Handler)    { g.r.Method(http.MethodGet, path, h) }
 func (g group) post(path string, h httpx.Handler)   { g.r.Method(http.MethodPost, path, h) }
 func (g group) delete(path string, h httpx.Handler) { g.r.Method(http.MethodDelete, path, h) }
+func (g group) patch(path string, h httpx.Handler)  { g.r.Method(http.MethodPatch, path, h) }
 
 // healthHandler answers GET /healthz: the process serves HTTP. It does not ask
 // the store, so a load balancer does not take every replica out at once while

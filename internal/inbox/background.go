@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/tenant"
 )
 
 // Stored is an email as an ingest hook learns of it.
@@ -17,6 +18,10 @@ type Stored struct {
 	NamespaceID string
 	// RawCaptured is whether its raw source is kept (capture_raw_email).
 	RawCaptured bool
+	// Namespace is the namespace it was stored in, and Email the email as
+	// stored (for the hook's eyes only: do not change it).
+	Namespace tenant.Namespace
+	Email     *Email
 }
 
 // IngestHook runs in the transaction that stores each received email, so
@@ -36,7 +41,8 @@ func (in *Ingester) OnIngest(h IngestHook) {
 // runHooks runs the ingest hooks for one stored row.
 func (in *Ingester) runHooks(ctx context.Context, tx *store.Tx, r *row) error {
 	for _, h := range in.hooks {
-		if err := h(ctx, tx, Stored{ID: r.email.ID, NamespaceID: r.namespaceID, RawCaptured: r.keepRaw}); err != nil {
+		if err := h(ctx, tx, Stored{ID: r.email.ID, NamespaceID: r.namespaceID, RawCaptured: r.keepRaw,
+			Namespace: r.namespace, Email: &r.email}); err != nil {
 			return err
 		}
 	}

@@ -40,6 +40,7 @@ func NamespaceTopic(namespaceID string) string { return "ns:" + namespaceID }
 type row struct {
 	email       Email
 	namespaceID string
+	namespace   tenant.Namespace
 	receivedMs  int64
 	expiresMs   int64
 	fromAddr    string
@@ -242,6 +243,7 @@ func buildRow(p parsed, raw []byte, env Envelope, t Target, now time.Time) *row 
 	}
 	r := &row{
 		namespaceID: t.Namespace.ID,
+		namespace:   t.Namespace,
 		receivedMs:  ms,
 		expiresMs:   expires,
 		fromAddr:    strings.ToLower(p.From.Address),

@@ -286,7 +286,11 @@ func (s *Store) RecordEvent(ctx context.Context, tx *store.Tx, emailID string, e
 		}
 		out.Recipients = append(out.Recipients, o)
 	}
-	return out, updateEmail(ctx, tx, applyToEmail(e, rs, ev, at, now))
+	after := applyToEmail(e, rs, ev, at, now)
+	if err := updateEmail(ctx, tx, after); err != nil {
+		return Event{}, err
+	}
+	return out, s.emitEvent(ctx, tx, e.Status, after, &out)
 }
 
 // applyToEmail returns e after an event that happened at at left its
@@ -365,7 +369,10 @@ func (s *Store) MarkSending(ctx context.Context, tx *store.Tx, emailID string) (
 	if err != nil {
 		return false, fmt.Errorf("mark outbound email %s sending: %w", emailID, err)
 	}
-	return n == 1, nil
+	if n == 1 {
+		return true, s.emitSending(ctx, tx, emailID)
+	}
+	return false, nil
 }
 
 // events returns the email's events, oldest first, with their recipients.

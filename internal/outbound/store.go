@@ -12,6 +12,7 @@ import (
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // Errors of the store; the HTTP layer maps them to statuses.
@@ -36,6 +37,9 @@ type Store struct {
 	// ContentTTL is how long attachment bytes and the built message are kept
 	// after creation (DefaultContentTTL).
 	ContentTTL time.Duration
+	// Webhooks receives the outbound.event and outbound.status events, in the
+	// transaction that records them (webhook.go); nil sends none.
+	Webhooks *webhook.Service
 }
 
 // NewStore returns the outbound store over db.

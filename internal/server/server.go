@@ -44,6 +44,7 @@ import (
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
 	"github.com/catchbox/catchbox/internal/web"
+	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // shutdownTimeout bounds the wait for SMTP sessions and HTTP requests to finish
@@ -90,6 +91,8 @@ type Service struct {
 	Sessions *tenant.Sessions
 	// Web is the dashboard's pages.
 	Web *web.Dashboard
+	// Webhooks are the organisations' webhook endpoints and their deliveries.
+	Webhooks *webhook.Service
 
 	// SMTP serves the listeners Serve is given.
 	SMTP *smtpd.Server
@@ -289,6 +292,10 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		MailDomain: s.Outbound.Routes.Domain()}
 	s.Jobs.Register(outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{})
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
+	s.Webhooks = newWebhooks(cfg, db, s.Jobs, s.Tenants, key, s.Notifier)
+	s.Ingester.OnIngest(inbox.WebhookHook(s.Webhooks))
+	s.SMS.Service.Webhooks, s.Outbound.Store.Webhooks, s.Deliverability.Webhooks = s.Webhooks, s.Webhooks, s.Webhooks
+	s.TOTP.Webhooks = s.Webhooks
 	s.Sessions = tenant.NewSessions(s.Tenants, strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"))
 	s.Sessions.ClientAddr = s.Limits.ClientKey
 	s.Web, err = web.New(web.Dashboard{Tenants: s.Tenants, Sessions: s.Sessions, Inbox: s.Inbox, SMS: s.SMS, TOTP: s.TOTP,
@@ -309,6 +316,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		Outbound:     s.Outbound,
 
 		Deliverability: s.Deliverability,
+		Webhooks:       s.Webhooks,
 
 		AccessLog: cfg.AccessLog,
 		Drain:     s.drain,
@@ -343,6 +351,9 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		s.every("outbound-content-expiry", s.Outbound.Store.ExpireJob),
 		s.every("deliverability-prune", s.Deliverability.Prune),
 		s.every("session-reaper", store.ReapJob(db, "Deleted ended sessions", tenant.ReapSessions)),
+		s.every("webhook-prune", s.Webhooks.Prune),
+		s.every("device-expiry", s.TOTP.AnnounceExpired),
+		{Name: "webhook-watch", Run: s.Webhooks.Watch},
 	}
 	return s, nil
 }
@@ -367,6 +378,22 @@ func newDeliverability(cfg config.Serve, db *store.DB, q *jobs.Queue, searcher *
 		svc.ScoreOnIngest(ing, d.SpamdWorkers)
 	}
 	return svc
+}
+
+// newWebhooks builds the webhook service from the configuration.
+func newWebhooks(cfg config.Serve, db *store.DB, q *jobs.Queue, tenants *tenant.Service, key *secret.Key, n notify.Notifier) *webhook.Service {
+	w := webhook.New(db, q, tenants, key, webhook.Config{
+		MaxAge:       cfg.WebhookMaxAge,
+		Backoff:      cfg.WebhookBackoff,
+		MaxBackoff:   cfg.WebhookMaxBackoff,
+		DisableAfter: cfg.WebhookDisableAfter,
+		Timeout:      cfg.WebhookTimeout,
+		AllowPrivate: cfg.AllowPrivateWebhooks(),
+		MaxEndpoints: cfg.WebhookMaxEndpoints,
+		Workers:      cfg.WebhookWorkers,
+	})
+	w.Notifier = n
+	return w
 }
 
 // runJobs runs the job queue's workers until ctx ends, then lets the jobs under

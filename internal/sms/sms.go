@@ -24,6 +24,7 @@ import (
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // Status is an SMS number's state (the seed's SmsNumber status).
@@ -146,6 +147,9 @@ type Service struct {
 	notifier  notify.Notifier
 	retention time.Duration
 	now       func() time.Time
+	// Webhooks receives an sms.received event for each stored message, in
+	// its transaction; nil sends none.
+	Webhooks *webhook.Service
 }
 
 // NewService returns the SMS service over db. notifier, which may be nil (the
@@ -304,8 +308,14 @@ func (s *Service) Receive(ctx context.Context, n Number, in Inbound) (m Message,
 		if err != nil {
 			return err
 		}
-		if added, err = res.RowsAffected(); err != nil || added == 0 || s.notifier == nil {
+		if added, err = res.RowsAffected(); err != nil || added == 0 {
 			return err
+		}
+		if err := s.Webhooks.Emit(ctx, tx, webhook.Event{OrgID: n.OrgID, Type: webhook.SMSReceived, Data: m}); err != nil {
+			return err
+		}
+		if s.notifier == nil {
+			return nil
 		}
 		return s.notifier.Announce(ctx, tx, Topic(n.ID))
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // Sources name how a device was created (the TotpDevice source field).
@@ -105,6 +106,9 @@ type Service struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Log receives the service's log lines (slog.Default()). Secrets never go there.
 	Log *slog.Logger
+	// Webhooks receives the device.expired events (AnnounceExpired); nil
+	// sends none.
+	Webhooks *webhook.Service
 }
 
 // sealPurpose separates the device-secret encryption key from every other key

@@ -1,0 +1,88 @@
+package outbound
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/webhook"
+)
+
+// EventData is the data of an outbound.event webhook event: the
+// OutboundEvent as GET /api/emails/outbound/{id} shows it, with its email
+// and the namespace it was sent from.
+type EventData struct {
+	OutboundEmailID string `json:"outbound_email_id"`
+	Namespace       string `json:"namespace"`
+	Event           Event  `json:"event"`
+}
+
+// StatusData is the data of an outbound.status webhook event: the email's
+// status changed from PreviousStatus to Status.
+type StatusData struct {
+	OutboundEmailID string `json:"outbound_email_id"`
+	Namespace       string `json:"namespace"`
+	Status          Status `json:"status"`
+	PreviousStatus  Status `json:"previous_status"`
+	FailureReason   string `json:"failure_reason,omitempty"`
+	UpdatedAt       string `json:"updated_at"`
+}
+
+// emitEvent writes, in tx, the outbound.event of ev and, when the email's
+// status moved from before, its outbound.status.
+func (s *Store) emitEvent(ctx context.Context, tx *store.Tx, before Status, e Email, ev *Event) error {
+	ns, err := s.webhookNamespace(ctx, tx, e.OrgID, e.NamespaceID, before != e.Status)
+	if err != nil || ns == nil {
+		return err
+	}
+	err = s.Webhooks.Emit(ctx, tx, webhook.Event{OrgID: e.OrgID, Namespace: *ns, Type: webhook.OutboundEvent,
+		Data: EventData{OutboundEmailID: e.ID, Namespace: *ns, Event: *ev}})
+	if err != nil || before == e.Status {
+		return err
+	}
+	return s.emitStatus(ctx, tx, *ns, before, e)
+}
+
+// emitSending writes the outbound.status event of an email MarkSending moved.
+func (s *Store) emitSending(ctx context.Context, tx *store.Tx, emailID string) error {
+	if s.Webhooks == nil {
+		return nil
+	}
+	e, err := scanEmail(tx.QueryRow(ctx, "SELECT "+emailColumns+" FROM outbound_emails WHERE id = ?", emailID))
+	if err != nil {
+		return fmt.Errorf("outbound status event of %s: %w", emailID, err)
+	}
+	ns, err := s.webhookNamespace(ctx, tx, e.OrgID, e.NamespaceID, true)
+	if err != nil || ns == nil {
+		return err
+	}
+	return s.emitStatus(ctx, tx, *ns, StatusQueued, e)
+}
+
+func (s *Store) emitStatus(ctx context.Context, tx *store.Tx, ns string, before Status, e Email) error {
+	return s.Webhooks.Emit(ctx, tx, webhook.Event{OrgID: e.OrgID, Namespace: ns, Type: webhook.OutboundStatus,
+		Data: StatusData{OutboundEmailID: e.ID, Namespace: ns, Status: e.Status, PreviousStatus: before,
+			FailureReason: e.FailureReason, UpdatedAt: httpx.Time(e.UpdatedAt)}})
+}
+
+// webhookNamespace returns the name of the email's namespace when an
+// endpoint of the organisation may want an event of it, nil when none does:
+// the name costs a query, which an organisation without webhooks never pays.
+func (s *Store) webhookNamespace(ctx context.Context, tx *store.Tx, orgID, nsID string, status bool) (*string, error) {
+	if active, err := s.Webhooks.Active(ctx, orgID); err != nil || !active {
+		return nil, err
+	}
+	var name string
+	if err := tx.QueryRow(ctx, "SELECT name FROM namespaces WHERE id = ?", nsID).Scan(&name); err != nil {
+		return nil, fmt.Errorf("outbound webhook event: %w", err)
+	}
+	want, err := s.Webhooks.Wants(ctx, orgID, name, webhook.OutboundEvent)
+	if err == nil && !want && status {
+		want, err = s.Webhooks.Wants(ctx, orgID, name, webhook.OutboundStatus)
+	}
+	if err != nil || !want {
+		return nil, err
+	}
+	return &name, nil
+}
