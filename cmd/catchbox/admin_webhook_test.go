@@ -11,7 +11,7 @@ import (
 // deletes it.
 func TestAdminWebhook(t *testing.T) {
 	dir := t.TempDir()
-	admin(t, dir, false, "org", "create", "acme")
+	admin(t, dir, false, "--create", "org", "create", "acme")
 	var ep struct {
 		ID         string   `json:"id"`
 		URL        string   `json:"url"`
