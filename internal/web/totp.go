@@ -42,9 +42,14 @@ func (d *Dashboard) AuthenticatorsHandler(w http.ResponseWriter, r *http.Request
 }
 
 // AddAuthenticatorHandler answers POST /authenticators: a device from a
-// Base32 secret or an otpauth:// URL, through the API's handlers.
+// Base32 secret, an otpauth:// URL, or the otpauth:// URL in an uploaded QR
+// image, through the API's handlers.
 func (d *Dashboard) AddAuthenticatorHandler(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(w, r); err != nil {
+	if err := parseAuthenticatorForm(w, r); err != nil {
+		return err
+	}
+	scanned, err := uploadedQR(r)
+	if err != nil {
 		return err
 	}
 	f := r.PostForm
@@ -54,8 +59,10 @@ func (d *Dashboard) AddAuthenticatorHandler(w http.ResponseWriter, r *http.Reque
 			body[k] = v
 		}
 	}
-	var err error
-	if u := strings.TrimSpace(f.Get("otpauth_url")); u != "" {
+	if scanned != "" {
+		body["otp_auth_url"] = scanned
+		err = apiCall(r, d.TOTP.CreateOtpauthDeviceHandler, http.MethodPost, "/api/devices/otpauth-url", nil, body, nil)
+	} else if u := strings.TrimSpace(f.Get("otpauth_url")); u != "" {
 		body["otp_auth_url"] = u
 		err = apiCall(r, d.TOTP.CreateOtpauthDeviceHandler, http.MethodPost, "/api/devices/otpauth-url", nil, body, nil)
 	} else {
