@@ -7,10 +7,26 @@ GOFILES   := $(shell git ls-files '*.go' 2>/dev/null)
 # What catchbox version prints: the git description of the tree, "dev" outside git.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-go test-e2e lint bench fuzz clean
+.PHONY: build build-static image test-image run test test-go test-e2e lint bench fuzz clean
 
 build:
 	$(GO) build -ldflags "-X github.com/catchbox/catchbox/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/catchbox
+
+# A static binary (no libc: the SQLite driver is pure Go), for the container image.
+build-static:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/catchbox/catchbox/internal/version.Version=$(VERSION)" -o bin/catchbox-static ./cmd/catchbox
+
+# The container image (Containerfile), with Debian's podman (or IMAGE_TOOL=docker).
+IMAGE_TOOL ?= podman
+IMAGE      ?= catchbox:$(VERSION)
+image: build-static
+	cp /etc/ssl/certs/ca-certificates.crt deploy/rootfs/ca-certificates.crt
+	$(IMAGE_TOOL) build -f Containerfile -t $(IMAGE) .
+
+# Builds the image and checks it without running a container (this sandbox
+# cannot): its configuration, and the binary started from its exported filesystem.
+test-image: image
+	./scripts/test-image.sh $(IMAGE)
 
 run: build
 	./$(BIN) serve
