@@ -7,7 +7,7 @@ GOFILES   := $(shell git ls-files '*.go' 2>/dev/null)
 # What catchbox version prints: the git description of the tree, "dev" outside git.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build build-static image test-image run test test-go test-e2e lint bench fuzz clean
+.PHONY: build build-static image test-image test-image-if-possible run test test-go test-e2e lint bench fuzz clean
 
 build:
 	$(GO) build -ldflags "-X github.com/catchbox/catchbox/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/catchbox
@@ -31,12 +31,24 @@ test-image: image
 run: build
 	./$(BIN) serve
 
-test: lint test-go test-e2e
+# Recipes use bash for pipefail: a go test that fails fails the target even
+# when its output goes through testsummary.
+SHELL := /bin/bash
+
+test: lint test-go test-e2e test-image-if-possible
 
 # The Go client (client/) is a module of its own: its tests run from its directory.
+# testsummary prints the results as go test does and ends with every skipped
+# test and the reason it gave (CATCHBOX_TEST_POSTGRES_URL not set, ...).
 test-go:
-	$(GO) test -race -timeout 20m ./...
-	cd client && $(GO) test -race -timeout 10m ./...
+	$(GO) build -o bin/testsummary ./internal/testsummary
+	set -o pipefail; $(GO) test -race -timeout 20m -json ./... | bin/testsummary
+	set -o pipefail; cd client && $(GO) test -race -timeout 10m -json ./... | ../bin/testsummary
+
+# The container image is built and checked when podman (or IMAGE_TOOL) is here.
+test-image-if-possible:
+	@if command -v $(IMAGE_TOOL) >/dev/null 2>&1; then $(MAKE) test-image; \
+	 else echo "Skipped: the container image test ($(IMAGE_TOOL) is not installed; apt-get install podman)"; fi
 
 # The end-to-end suite drives the built binary with the official npm client.
 test-e2e: build
