@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -64,7 +65,11 @@ func summarize(r io.Reader, w io.Writer) (failed bool, err error) {
 		case "fail":
 			failed = true
 			if e.Test != "" {
-				fmt.Fprintf(w, "--- FAIL: %s (%s)\n%s", e.Test, e.Package, strings.Join(output[k], ""))
+				out := strings.Join(output[k], "")
+				if !strings.Contains(out, "--- FAIL: ") {
+					out = fmt.Sprintf("--- FAIL: %s\n", e.Test) + out
+				}
+				fmt.Fprintf(w, "# %s\n%s", e.Package, out)
 			}
 			delete(output, k)
 		case "skip":
@@ -85,22 +90,24 @@ func summarize(r io.Reader, w io.Writer) (failed bool, err error) {
 }
 
 // skipReason is the message a skipped test gave (t.Skip's argument), without
-// the file:line prefix go test puts before it.
+// the file:line prefix go test puts before it. The test's other output (log
+// lines of the server it started) has no such prefix and is passed over; the
+// last prefixed line is the skip's.
 func skipReason(lines []string) string {
+	reason := ""
 	for _, l := range lines {
-		t := strings.TrimSpace(l)
-		if t == "" || strings.HasPrefix(t, "=== ") || strings.HasPrefix(t, "--- ") {
-			continue
+		if m := testLogLine.FindStringSubmatch(strings.TrimRight(l, "\n")); m != nil {
+			reason = strings.TrimSpace(m[1])
 		}
-		if i := strings.Index(t, ".go:"); i > 0 {
-			if j := strings.Index(t[i:], ": "); j > 0 {
-				t = t[i+j+2:]
-			}
-		}
-		return t
 	}
-	return "(no reason given)"
+	if reason == "" {
+		return "(no reason given)"
+	}
+	return reason
 }
+
+// testLogLine is a line of t.Log, t.Skip or t.Error: indented, file:line: text.
+var testLogLine = regexp.MustCompile(`^\s+[\w.-]+\.go:\d+: (.*)$`)
 
 func shortPkg(p string) string { return strings.TrimPrefix(p, "github.com/catchbox/catchbox/") }
 

@@ -16,6 +16,7 @@ func TestSummarize(t *testing.T) {
 {"Action":"output","Package":"github.com/catchbox/catchbox/internal/store","Test":"TestB/postgres","Output":"    storetest.go:40: CATCHBOX_TEST_POSTGRES_URL not set: PostgreSQL tests skipped\n"}
 {"Action":"output","Package":"github.com/catchbox/catchbox/internal/store","Test":"TestB/postgres","Output":"--- SKIP: TestB/postgres (0.00s)\n"}
 {"Action":"skip","Package":"github.com/catchbox/catchbox/internal/store","Test":"TestB/postgres"}
+{"Action":"output","Package":"github.com/catchbox/catchbox/internal/store","Test":"TestC/postgres","Output":"2026/11/25 12:05:55 INFO Applied migrations store=sqlite\n"}
 {"Action":"output","Package":"github.com/catchbox/catchbox/internal/store","Test":"TestC/postgres","Output":"    storetest.go:40: CATCHBOX_TEST_POSTGRES_URL not set: PostgreSQL tests skipped\n"}
 {"Action":"skip","Package":"github.com/catchbox/catchbox/internal/store","Test":"TestC/postgres"}
 {"Action":"output","Package":"github.com/catchbox/catchbox/internal/store","Test":"TestD","Output":"    d_test.go:9: got 1, want 2\n"}
@@ -30,7 +31,7 @@ func TestSummarize(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"--- FAIL: TestD (github.com/catchbox/catchbox/internal/store)\n    d_test.go:9: got 1, want 2\n",
+		"# github.com/catchbox/catchbox/internal/store\n--- FAIL: TestD\n    d_test.go:9: got 1, want 2\n",
 		"FAIL\tgithub.com/catchbox/catchbox/internal/store\t0.1s\n",
 		"Skipped: 2 tests, for these reasons:\n",
 		"     2  CATCHBOX_TEST_POSTGRES_URL not set: PostgreSQL tests skipped\n        (internal/store.TestB/postgres, internal/store.TestC/postgres)\n",
