@@ -38,22 +38,30 @@ start() {
 		sleep 0.1
 	done
 }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+cpu() { awk '{print $14 + $15}' "/proc/$PID/stat"; }
 stop() { kill $PID; wait $PID 2>/dev/null || true; PID=; }
 load() { cut -d' ' -f1 /proc/loadavg; }
 
 ingest() {
 	rm -rf "$OUT/ingest"; mkdir -p "$OUT/ingest"
 	start "$1" "$OUT/ingest"
-	rate=$("$OUT/catchbox-bench" smtp --addr $SMTP --messages "$MESSAGES" --conns "$CONNS" --size small --json | jq -r .messages_per_s)
+	c0=$(cpu)
+	"$OUT/catchbox-bench" smtp --addr $SMTP --messages "$MESSAGES" --conns "$CONNS" --size small --json >"$OUT/ingest.json"
+	c1=$(cpu)
 	stop
-	echo "ingest $1 load=$(load) rate=$rate"
+	echo "ingest $1 load=$(load) rate=$(jq -r .messages_per_s "$OUT/ingest.json") p50=$(jq -r .latency.p50_ms "$OUT/ingest.json") cpu_us=$(( (c1 - c0) * TICK_US / MESSAGES ))"
 }
 
 search() {
 	start "$1" "$OUT/seeded"
+	c0=$(cpu)
 	"$OUT/catchbox-bench" search --api "http://$HTTP" --key $KEY --requests "$REQUESTS" \
 		--subject-includes "password reset" --to-addr-prefix "user0042@" --json >"$OUT/search.json"
+	c1=$(cpu)
 	stop
+	# the server's CPU per request, over the three queries and their warm-up requests
+	echo "search-all $1 load=$(load) cpu_us=$(( (c1 - c0) * TICK_US / (3 * (REQUESTS + 5)) ))"
 	# requests per second of one client, sequential: 1000 / mean ms, each query.
 	jq -r --arg v "$1" --arg l "$(load)" '.queries[] | "search-\(.name) \($v) load=\($l) rate=\(1000 / .latency.mean_ms) p50=\(.latency.p50_ms)"' "$OUT/search.json"
 }
@@ -73,8 +81,11 @@ done | tee "$OUT/runs.txt"
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 echo "# medians over $REPS repetitions; pairs: on / off within each repetition"
+f() { grep "^$what $1 " "$OUT/runs.txt" | sed -n "s/.* $2=\([0-9.]*\).*/\1/p"; }
+pairs() { f on "$1" >"$OUT/on"; f off "$1" >"$OUT/off"; paste -d' ' "$OUT/on" "$OUT/off" | awk '{print $1 / $2}' | median; }
 for what in $(cut -d' ' -f1 "$OUT/runs.txt" | sort -u); do
-	f() { grep "^$what $1 " "$OUT/runs.txt" | sed -n "s/.* $2=\([0-9.]*\).*/\1/p"; }
-	pairs=$(paste -d' ' "$(f on rate >"$OUT/on"; echo "$OUT/on")" "$(f off rate >"$OUT/off"; echo "$OUT/off")" | awk '{print $1 / $2}' | median)
-	echo "$what: rate on $(f on rate | median)/s off $(f off rate | median)/s, ratio on/off $pairs"
+	for m in rate p50 cpu_us; do
+		[ -n "$(f on $m)" ] || continue
+		echo "$what $m: on $(f on $m | median) off $(f off $m | median), ratio on/off $(pairs $m)"
+	done
 done
