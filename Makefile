@@ -7,20 +7,48 @@ GOFILES   := $(shell git ls-files '*.go' 2>/dev/null)
 # What catchbox version prints: the git description of the tree, "dev" outside git.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-go test-e2e lint bench fuzz clean
+.PHONY: build build-static image test-image test-image-if-possible run test test-go test-e2e lint bench fuzz clean
 
 build:
 	$(GO) build -ldflags "-X github.com/catchbox/catchbox/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/catchbox
 
+# A static binary (no libc: the SQLite driver is pure Go), for the container image.
+build-static:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/catchbox/catchbox/internal/version.Version=$(VERSION)" -o bin/catchbox-static ./cmd/catchbox
+
+# The container image (Containerfile), with Debian's podman (or IMAGE_TOOL=docker).
+IMAGE_TOOL ?= podman
+IMAGE      ?= catchbox:$(VERSION)
+image: build-static
+	cp /etc/ssl/certs/ca-certificates.crt deploy/rootfs/ca-certificates.crt
+	$(IMAGE_TOOL) build -f Containerfile -t $(IMAGE) .
+
+# Builds the image and checks it without running a container (this sandbox
+# cannot): its configuration, and the binary started from its exported filesystem.
+test-image: image
+	./scripts/test-image.sh $(IMAGE)
+
 run: build
 	./$(BIN) serve
 
-test: lint test-go test-e2e
+# Recipes use bash for pipefail: a go test that fails fails the target even
+# when its output goes through testsummary.
+SHELL := /bin/bash
+
+test: lint test-go test-e2e test-image-if-possible
 
 # The Go client (client/) is a module of its own: its tests run from its directory.
+# testsummary prints the results as go test does and ends with every skipped
+# test and the reason it gave (CATCHBOX_TEST_POSTGRES_URL not set, ...).
 test-go:
-	$(GO) test -race -timeout 20m ./...
-	cd client && $(GO) test -race -timeout 10m ./...
+	$(GO) build -o bin/testsummary ./internal/testsummary
+	set -o pipefail; $(GO) test -race -timeout 20m -json ./... | bin/testsummary
+	set -o pipefail; cd client && $(GO) test -race -timeout 10m -json ./... | ../bin/testsummary
+
+# The container image is built and checked when podman (or IMAGE_TOOL) is here.
+test-image-if-possible:
+	@if command -v $(IMAGE_TOOL) >/dev/null 2>&1; then $(MAKE) test-image; \
+	 else echo "Skipped: the container image test ($(IMAGE_TOOL) is not installed; apt-get install podman)"; fi
 
 # The end-to-end suite drives the built binary with the official npm client;
 # catchbox-bench relay is the SMTP relay its outbound steps deliver to.

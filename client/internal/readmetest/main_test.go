@@ -13,6 +13,9 @@ import (
 	"github.com/catchbox/catchbox/client/internal/testserver"
 )
 
+// readmeServer is the server the README's examples run against.
+var readmeServer *testserver.Server
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -39,6 +42,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer s.Stop()
+	readmeServer = s
+	os.Setenv("CATCHBOX_TEST_BIN", bin)
 	os.Setenv("CATCHBOX_URL", s.URL)
 	os.Setenv("CATCHBOX_API_KEY", testserver.Key)
 	os.Unsetenv("CATCHBOX_MAIL_DOMAIN")

@@ -202,6 +202,10 @@ func (s *Server) Admin(args ...string) (string, error) {
 	return string(out), nil
 }
 
+// Env is the environment the server runs with (its CATCHBOX_ settings: the
+// store, the key), for commands that must work on the same store.
+func (s *Server) Env() []string { return append([]string(nil), s.env...) }
+
 // Logs returns the server's last log lines, for a failure report.
 func (s *Server) Logs() string { return s.logs.String() }
 
