@@ -10,7 +10,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 .PHONY: build run test test-go test-e2e lint bench fuzz clean
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/catchbox
+	$(GO) build -ldflags "-X github.com/catchbox/catchbox/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/catchbox
 
 run: build
 	./$(BIN) serve
@@ -22,8 +22,10 @@ test-go:
 	$(GO) test -race -timeout 20m ./...
 	cd client && $(GO) test -race -timeout 10m ./...
 
-# The end-to-end suite drives the built binary with the official npm client.
+# The end-to-end suite drives the built binary with the official npm client;
+# catchbox-bench relay is the SMTP relay its outbound steps deliver to.
 test-e2e: build
+	$(GO) build -o bin/catchbox-bench ./cmd/catchbox-bench
 	cd e2e && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && node --test --test-reporter=spec
 
 lint:

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,6 +28,8 @@ type Client struct {
 	// minHold is the shortest time a wait request may take before the next
 	// one is sent (see follow).
 	minHold time.Duration
+	// retries is how many times a request answered 429 is sent again.
+	retries int
 }
 
 // Option configures a Client.
@@ -45,6 +48,13 @@ func WithHTTPClient(hc *http.Client) Option {
 	}
 }
 
+// WithRetries sets how many times a request the server refuses with 429 Too
+// Many Requests is sent again, each after the Retry-After the server names
+// (3 by default; 0 returns the first 429 as an *Error).
+func WithRetries(n int) Option {
+	return func(c *Client) { c.retries = max(n, 0) }
+}
+
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // New returns a Client of the server at baseURL (scheme, host and port, with
@@ -60,7 +70,7 @@ func New(baseURL, apiKey string, opts ...Option) (*Client, error) {
 	if apiKey == "" {
 		return nil, errors.New("catchbox: no API key (CATCHBOX_API_KEY)")
 	}
-	c := &Client{base: u, key: apiKey, http: &http.Client{CheckRedirect: noRedirects}, minHold: 100 * time.Millisecond}
+	c := &Client{base: u, key: apiKey, http: &http.Client{CheckRedirect: noRedirects}, minHold: 100 * time.Millisecond, retries: 3}
 	for _, o := range opts {
 		o(c)
 	}
@@ -107,15 +117,45 @@ func (c *Client) url(path string, query url.Values) string {
 	return s
 }
 
-// send sends one request with the API key and returns the response.
+// send sends one request with the API key and returns the response. A 429
+// (the server's request limit) is sent again after the Retry-After it names,
+// up to the Client's retries, while ctx allows; the last 429 is returned as
+// any other answer.
 func (c *Client) send(ctx context.Context, method, target string, body any) (*http.Response, error) {
-	var rd io.Reader
+	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, fmt.Errorf("catchbox: encode %s %s: %w", method, target, err)
 		}
-		rd = bytes.NewReader(b)
+		payload = b
+	}
+	for attempt := 0; ; attempt++ {
+		resp, err := c.sendOnce(ctx, method, target, payload, body != nil)
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests || attempt >= c.retries {
+			return resp, err
+		}
+		delay := retryAfter(resp.Header.Get("Retry-After"))
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
+			return resp, nil // the wait would outlast the caller: give them the 429
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("catchbox: %s %s: %w", method, target, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// sendOnce sends one request with the API key.
+func (c *Client) sendOnce(ctx context.Context, method, target string, payload []byte, hasBody bool) (*http.Response, error) {
+	var rd io.Reader
+	if hasBody {
+		rd = bytes.NewReader(payload)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
@@ -123,7 +163,7 @@ func (c *Client) send(ctx context.Context, method, target string, body any) (*ht
 	}
 	req.Header.Set("X-Api-Key", c.key)
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
@@ -131,6 +171,18 @@ func (c *Client) send(ctx context.Context, method, target string, body any) (*ht
 		return nil, fmt.Errorf("catchbox: %s %s: %w", method, req.URL.Path, err)
 	}
 	return resp, nil
+}
+
+// retryAfter reads a Retry-After header, in seconds or as an HTTP date; one
+// second when it is missing or unreadable, at most a minute.
+func retryAfter(h string) time.Duration {
+	d := time.Second
+	if n, err := strconv.Atoi(strings.TrimSpace(h)); err == nil && n >= 0 {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = time.Until(t)
+	}
+	return min(max(d, 0), time.Minute)
 }
 
 // decode reads a response: a 2xx body into out, anything else as an *Error.

@@ -5,13 +5,20 @@
 // A Client has a typed method for every endpoint the server serves (namespaces
 // and their settings, SMTP settings, inbox search, latest, by id, attachments,
 // raw source, share links, SMS numbers and messages, virtual SMS, TOTP devices
-// and one-time passwords) and the two calls most tests need:
+// and one-time passwords, sending, replying and forwarding with the outbound
+// detail of each recipient, and deliverability reports) and the calls most
+// tests need:
 //
 //   - WaitForEmail and WaitForSMS hold until a matching message arrives,
 //     following the server's 307 redirects for as long as the context allows;
 //   - every Email and SMSMessage carries the Links and Codes the server read
 //     from it, so a test follows the reset link or types the code without a
-//     regular expression of its own.
+//     regular expression of its own;
+//   - WaitForOutbound and WaitForDeliverabilityReport read until the sent
+//     email or the report is final.
+//
+// A request the server refuses with 429 Too Many Requests is sent again after
+// the Retry-After it names, three times by default (WithRetries).
 //
 // Errors from the API are *Error values carrying its error body (statusCode,
 // code, message and the field errors of a validation failure); branch on Code.

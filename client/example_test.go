@@ -136,3 +136,36 @@ func ExampleClient_WaitForEmail_timeout() {
 	fmt.Println(errors.Is(err, client.ErrWaitEnded), errors.Is(err, context.DeadlineExceeded))
 	// Output: true true
 }
+
+// Send mails a message from a namespace; OutboundEmail tells what happened to
+// each recipient. Here the recipient is an address of the same namespace, so
+// the message is delivered into its inbox without leaving the server.
+func ExampleClient_Send() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.NewFromEnv()
+	if err != nil {
+		log.Fatal(err)
+	}
+	ns := fmt.Sprintf("send-%d", time.Now().UnixNano())
+	if _, err := c.SaveNamespace(ctx, ns, client.SettingsRequest{}); err != nil {
+		log.Fatal(err)
+	}
+	sent, err := c.Send(ctx, ns, client.SendRequest{
+		To:      []string{"Jane <jane@" + ns + ".localhost>"},
+		Subject: "Your receipt",
+		Text:    "Thank you for your order.",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	detail, err := c.OutboundEmail(ctx, sent.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sent.Type, sent.Subject)
+	fmt.Println(detail.Recipients[0].Name, detail.Recipients[0].Type)
+	// Output:
+	// new Your receipt
+	// Jane to
+}

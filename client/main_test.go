@@ -17,6 +17,10 @@ import (
 // short, so that a test's wait spans several of them.
 var servers []*testserver.Server
 
+// binary is the catchbox binary the servers run, for tests that start a
+// server of their own.
+var binary string
+
 // hold is the servers' CATCHBOX_WAIT_HOLD.
 const hold = 200 * time.Millisecond
 
@@ -44,6 +48,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	binary = bin
 	stores := []string{""}
 	if pg := os.Getenv("CATCHBOX_TEST_POSTGRES_URL"); pg != "" {
 		stores = append(stores, pg)

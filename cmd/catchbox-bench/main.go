@@ -16,6 +16,7 @@
 //	catchbox-bench search --mailpit --api http://127.0.0.1:8026 --subject-includes X --to-addr-prefix Y
 //	catchbox-bench seed   --smtp 127.0.0.1:2525 --messages 100000 --conns 16
 //	catchbox-bench rss    --pid PID --interval 100ms
+//	catchbox-bench relay  --addr 127.0.0.1:0 --user catchbox --pass relay-secret
 package main
 
 import (
@@ -40,6 +41,7 @@ var commands = []command{
 	{"search", "latency of the first inbox page: unfiltered, subject_includes, to_addr_prefix", runSearch},
 	{"seed", "fill one or many namespaces with searchable messages over SMTP", runSeed},
 	{"rss", "sample a process's resident memory and report its peak", runRSS},
+	{"relay", "an SMTP relay sink for outbound mail, printing each message it accepts as JSON", runRelay},
 }
 
 func main() {

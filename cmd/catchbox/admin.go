@@ -6,7 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	neturl "net/url"
 	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/catchbox/catchbox/internal/config"
@@ -21,13 +26,15 @@ import (
 type adminCmd struct {
 	config.Store `embed:""`
 	RetentionMax time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention a namespace may set."`
-	JSON         bool          `name:"json" help:"Print the created or changed object as one JSON object."`
+	JSON         bool          `name:"json" help:"Print the created or changed object as one JSON object; an error too, as {\"error\", \"code\", \"message\"}."`
+	Create       bool          `name:"create" help:"Create the store when it does not exist yet (without it, a missing store is refused: catchbox serve creates it on its first start)."`
 
 	Org         orgCmd         `cmd:"" help:"Organisations."`
 	Key         keyCmd         `cmd:"" help:"API keys."`
 	Namespace   namespaceCmd   `cmd:"" help:"Namespaces (inboxes)."`
 	SMSNumber   smsNumberCmd   `cmd:"" name:"sms-number" help:"SMS numbers."`
 	Destination destinationCmd `cmd:"" help:"Verified external destinations of outbound mail."`
+	User        userCmd        `cmd:"" help:"Dashboard users."`
 }
 
 // adminEnv is what every admin command works with.
@@ -41,6 +48,11 @@ type adminEnv struct {
 
 func (a *adminCmd) open() (*adminEnv, func(), error) {
 	ctx := context.Background()
+	url := a.DatabaseURLOrDefault()
+	fmt.Fprintln(os.Stderr, "Using store", describeStore(url))
+	if err := a.checkStore(ctx, url); err != nil {
+		return nil, nil, err
+	}
 	db, err := server.OpenStore(ctx, a.Store)
 	if err != nil {
 		return nil, nil, err
@@ -52,6 +64,56 @@ func (a *adminCmd) open() (*adminEnv, func(), error) {
 	}
 	env := &adminEnv{ctx: ctx, db: db, tenants: tenant.NewService(db, key, a.RetentionMax), json: a.JSON, out: os.Stdout}
 	return env, func() { db.Close() }, nil
+}
+
+// errNoStore is an admin command run where no store is: from the wrong
+// directory, with ./data relative to it, it would otherwise make a new empty
+// store that the running server never sees.
+var errNoStore = errors.New("no store")
+
+// checkStore refuses a store catchbox serve has not created, unless --create.
+func (a *adminCmd) checkStore(ctx context.Context, url string) error {
+	if a.Create {
+		return nil
+	}
+	hint := "start catchbox serve with the same --data-dir or --database-url first, point this command at its store (CATCHBOX_DATA_DIR, CATCHBOX_DATABASE_URL), or pass --create to make a new one"
+	if path, ok := strings.CutPrefix(url, "sqlite://"); ok {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w at %s: %s", errNoStore, path, hint)
+		}
+		return nil
+	}
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ok, err := db.Initialized(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w in %s (it has no Catchbox tables): %s", errNoStore, describeStore(url), hint)
+	}
+	return nil
+}
+
+// describeStore names a store for a person: the absolute path of a SQLite
+// file, a PostgreSQL URL without its password.
+func describeStore(raw string) string {
+	if path, ok := strings.CutPrefix(raw, "sqlite://"); ok {
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		return "sqlite://" + path
+	}
+	if u, err := neturl.Parse(raw); err == nil {
+		if _, has := u.User.Password(); has {
+			u.User = neturl.UserPassword(u.User.Username(), "xxxxx")
+		}
+		return u.String()
+	}
+	return raw
 }
 
 // print writes v as JSON with --json, else the plain text line.
@@ -131,6 +193,65 @@ func onOff(b bool) string {
 type keyCmd struct {
 	Create keyCreateCmd `cmd:"" help:"Create an API key; it is printed once."`
 	Revoke keyRevokeCmd `cmd:"" help:"Revoke an API key by id."`
+	List   keyListCmd   `cmd:"" help:"List an organisation's API keys: id, label, created, last used (never the key)."`
+}
+
+type keyListCmd struct {
+	Org string `name:"org" required:"" help:"Organisation name."`
+}
+
+// keyJSON is one key of key list --json.
+type keyJSON struct {
+	ID        string `json:"id"`
+	Label     string `json:"label"`
+	CreatedAt string `json:"created_at"`
+	LastUsed  string `json:"last_used_at,omitempty"`
+	RevokedAt string `json:"revoked_at,omitempty"`
+}
+
+func (c *keyListCmd) Run(a *adminCmd) error {
+	env, done, err := a.open()
+	if err != nil {
+		return err
+	}
+	defer done()
+	o, err := env.tenants.OrgByName(env.ctx, c.Org)
+	if err != nil {
+		return fmt.Errorf("organisation %q: %w", c.Org, err)
+	}
+	keys, err := env.tenants.ListKeys(env.ctx, o.ID, true)
+	if err != nil {
+		return err
+	}
+	out := make([]keyJSON, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, keyJSON{ID: k.ID, Label: k.Label, CreatedAt: stamp(&k.CreatedAt), LastUsed: stamp(k.LastUsed), RevokedAt: stamp(k.RevokedAt)})
+	}
+	if env.json {
+		env.print(map[string]any{"organisation": o.Name, "keys": out}, "")
+		return nil
+	}
+	w := tabwriter.NewWriter(env.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tLABEL\tCREATED\tLAST USED\tREVOKED")
+	for _, k := range out {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", k.ID, orDash(k.Label), k.CreatedAt, orDash(k.LastUsed), orDash(k.RevokedAt))
+	}
+	return w.Flush()
+}
+
+// stamp is an RFC 3339 UTC time, "" for none.
+func stamp(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 type keyCreateCmd struct {
@@ -196,7 +317,7 @@ func (c *namespaceCreateCmd) Run(a *adminCmd) error {
 	}
 	n, err := env.tenants.CreateNamespace(env.ctx, o.ID, c.Name, tenant.Settings{RetentionTime: c.Retention})
 	if errors.Is(err, tenant.ErrNameTaken) {
-		return fmt.Errorf("namespace %q already exists", c.Name)
+		return fmt.Errorf("namespace %q already exists: %w", c.Name, tenant.ErrNameTaken)
 	}
 	if err != nil {
 		return err

@@ -35,7 +35,7 @@ func captureStdout(t *testing.T, fn func() error) (string, error) {
 }
 
 func TestAdminSMSNumberAdd(t *testing.T) {
-	a := &adminCmd{Store: config.Store{DataDir: t.TempDir()}, RetentionMax: 720 * time.Hour}
+	a := &adminCmd{Store: config.Store{DataDir: t.TempDir()}, RetentionMax: 720 * time.Hour, Create: true}
 	if _, err := captureStdout(t, func() error { return (&orgCreateCmd{Name: "acme", TOTPEnabled: true}).Run(a) }); err != nil {
 		t.Fatal(err)
 	}

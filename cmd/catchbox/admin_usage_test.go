@@ -17,7 +17,7 @@ import (
 // three months: only those with an external recipient count, each in its own
 // month and organisation.
 func TestAdminOrgUsage(t *testing.T) {
-	a := &adminCmd{Store: config.Store{DataDir: t.TempDir()}, RetentionMax: 720 * time.Hour}
+	a := &adminCmd{Store: config.Store{DataDir: t.TempDir()}, RetentionMax: 720 * time.Hour, Create: true}
 	for _, name := range []string{"acme", "globex"} {
 		if _, err := captureStdout(t, func() error { return (&orgCreateCmd{Name: name, TOTPEnabled: true}).Run(a) }); err != nil {
 			t.Fatal(err)

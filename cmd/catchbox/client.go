@@ -12,6 +12,7 @@ import (
 
 	"github.com/catchbox/catchbox/client"
 	"github.com/catchbox/catchbox/internal/totp"
+	"github.com/catchbox/catchbox/internal/version"
 )
 
 // The client commands (CONTRACT.md section 3) talk to a running server over
@@ -186,14 +187,12 @@ func (c *otpCmd) Run() error {
 	return nil
 }
 
-// version is the build's version, set with
-// -ldflags "-X main.version=v1.2.3" (make build sets it from git describe).
-var version = "dev"
-
+// versionCmd prints the build's version (internal/version, set at build time:
+// make build sets it from git describe).
 type versionCmd struct{}
 
 func (versionCmd) Run() error {
-	fmt.Println(version)
+	fmt.Println(version.Version)
 	return nil
 }
 

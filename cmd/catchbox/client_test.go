@@ -271,7 +271,7 @@ func TestVersionCommand(t *testing.T) {
 		t.Errorf("version = %d %q", status, out)
 	}
 	bin := filepath.Join(t.TempDir(), "catchbox")
-	if out, err := exec.Command("go", "build", "-ldflags", "-X main.version=v1.2.3-test", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-ldflags", "-X github.com/catchbox/catchbox/internal/version.Version=v1.2.3-test", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	if out, err := exec.Command(bin, "version").Output(); err != nil || string(out) != "v1.2.3-test\n" {

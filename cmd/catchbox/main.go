@@ -39,13 +39,43 @@ func (c *serveCmd) Run() error {
 
 func main() {
 	var c cli
-	k := kong.Parse(&c,
+	parser := kong.Must(&c,
 		kong.Name("catchbox"),
 		kong.Description("Disposable test inboxes, SMS numbers and virtual authenticators."),
 		kong.UsageOnError(),
 	)
+	k, err := parser.Parse(os.Args[1:])
+	if err != nil {
+		if adminJSON(os.Args[1:]) {
+			writeAdminError(os.Stdout, fmt.Errorf("%w: %v", errUsage, err))
+			os.Exit(80)
+		}
+		parser.FatalIfErrorf(err)
+	}
 	if err := k.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "catchbox:", err)
+		if adminJSON(os.Args[1:]) {
+			writeAdminError(os.Stdout, err)
+		} else {
+			fmt.Fprintln(os.Stderr, "catchbox:", err)
+		}
 		os.Exit(exitCode(err))
 	}
+}
+
+// adminJSON reports whether the command line is an admin command with
+// --json, whose errors are JSON too; it reads the arguments, so that a
+// command line kong cannot parse is answered in JSON as well.
+func adminJSON(args []string) bool {
+	if len(args) == 0 || args[0] != "admin" {
+		return false
+	}
+	for _, a := range args[1:] {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
 }

@@ -49,6 +49,8 @@ type Serve struct {
 	APIKey         string        `name:"api-key" env:"CATCHBOX_API_KEY" help:"On first start of an empty store: the API key of the default organisation (default: generated and printed once)."`
 	WaitHold       time.Duration `name:"wait-hold" env:"CATCHBOX_WAIT_HOLD" default:"20s" help:"How long a wait=true request is held before its 307 redirect."`
 	LogFormat      string        `name:"log-format" env:"CATCHBOX_LOG_FORMAT" default:"text" enum:"text,json" help:"Log format: text or json."`
+	AccessLog      bool          `name:"access-log" env:"CATCHBOX_ACCESS_LOG" default:"true" negatable:"" help:"Log every HTTP request (method, route, status, duration, bytes, request id, key id); without it only 4xx and 5xx answers are logged."`
+	Metrics        bool          `name:"metrics" env:"CATCHBOX_METRICS" default:"true" negatable:"" help:"Serve GET /metrics (Prometheus) and record what it reports."`
 
 	SMTPMaxMessageBytes int64         `name:"smtp-max-message-bytes" env:"CATCHBOX_SMTP_MAX_MESSAGE_BYTES" default:"31457280" help:"Largest message accepted over SMTP, in bytes (SIZE extension)."`
 	SMTPMaxRecipients   int           `name:"smtp-max-recipients" env:"CATCHBOX_SMTP_MAX_RECIPIENTS" default:"100" help:"Most RCPT TO per message."`
@@ -70,6 +72,8 @@ type Serve struct {
 	RetentionMax      time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention_time a namespace may set."`
 	SearchMemoryBytes int64         `name:"search-memory-bytes" env:"CATCHBOX_SEARCH_MEMORY_BYTES" default:"134217728" help:"SQLite: memory for the columns substring searches read, kept per namespace searched (0: search in SQLite only)."`
 
+	MemoryLimit string `name:"memory-limit" env:"CATCHBOX_MEMORY_LIMIT" help:"Memory budget of the whole process, in bytes or with a KiB, MiB or GiB suffix (e.g. 256MiB; default: none). Sets Go's soft memory limit and sizes SQLite's caches and the search copies under it; at least 32MiB."`
+
 	ReaperInterval time.Duration `name:"reaper-interval" env:"CATCHBOX_REAPER_INTERVAL" default:"30s" help:"How often expired emails are deleted."`
 
 	TwilioAuthToken string        `name:"twilio-auth-token" env:"CATCHBOX_TWILIO_AUTH_TOKEN" help:"Twilio account auth token: verifies X-Twilio-Signature on POST /webhooks/twilio/sms (the webhook is off without it)."`
@@ -77,6 +81,7 @@ type Serve struct {
 
 	RelayURL           string        `name:"relay-url" env:"CATCHBOX_RELAY_URL" help:"Outbound relay, smtp://user:pass@host:port?tls=starttls|tls|none (default: none; external delivery fails with a clear failure_reason)."`
 	OutboundContentTTL time.Duration `name:"outbound-content-ttl" env:"CATCHBOX_OUTBOUND_CONTENT_TTL" default:"168h" help:"How long the bytes of outbound attachments and built messages are kept; afterwards attachment content is 410, metadata stays."`
+	OutboundMaxAge     time.Duration `name:"outbound-max-age" env:"CATCHBOX_OUTBOUND_MAX_AGE" default:"24h" help:"How long after its creation an outbound message is retried for a deferred (4xx) recipient before the recipient is expired."`
 	Deliverability     `embed:""`
 }
 
@@ -148,11 +153,23 @@ func (c *Serve) Validate() error {
 	if c.SearchMemoryBytes < 0 {
 		return fmt.Errorf("search-memory-bytes must not be negative")
 	}
+	if _, err := ParseBytes(c.MemoryLimit); err != nil {
+		return fmt.Errorf("memory-limit: %w", err)
+	}
+	if n, _ := ParseBytes(c.MemoryLimit); n != 0 && n < MinMemoryLimit {
+		return fmt.Errorf("memory-limit must be at least 32MiB (the server itself takes about 20 MiB)")
+	}
 	if c.RetentionMax < time.Minute {
 		return fmt.Errorf("retention-max must be at least 60s")
 	}
 	if c.OutboundContentTTL < time.Minute {
 		return fmt.Errorf("outbound-content-ttl must be at least 1m")
+	}
+	if c.OutboundMaxAge < time.Minute {
+		return fmt.Errorf("outbound-max-age must be at least 1m")
+	}
+	if _, err := c.Relay(); err != nil {
+		return err
 	}
 	if len(c.SMTPAddrs()) == 0 {
 		return fmt.Errorf("smtp-addr must name at least one address")
@@ -165,6 +182,35 @@ func (c *Serve) Validate() error {
 	}
 	c.MailDomain = strings.ToLower(strings.TrimSuffix(c.MailDomain, "."))
 	return c.Deliverability.validate()
+}
+
+// MinMemoryLimit is the smallest CATCHBOX_MEMORY_LIMIT: an idle server holds
+// about 20 MiB.
+const MinMemoryLimit = 32 << 20
+
+// MemoryLimitBytes is MemoryLimit in bytes, 0 when none is set. Validate has
+// checked it.
+func (c *Serve) MemoryLimitBytes() int64 {
+	n, _ := ParseBytes(c.MemoryLimit)
+	return n
+}
+
+// ParseBytes reads a size: a whole number of bytes, or one followed by KiB,
+// MiB or GiB (also KB, MB, GB, K, M, G, all powers of 1024). "" is 0.
+func ParseBytes(v string) (int64, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	num := strings.TrimRightFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+	unit := strings.ToLower(strings.TrimSpace(v[len(num):]))
+	shift := map[string]uint{"": 0, "b": 0, "k": 10, "kb": 10, "kib": 10, "m": 20, "mb": 20, "mib": 20, "g": 30, "gb": 30, "gib": 30}
+	s, ok := shift[unit]
+	n, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil || n < 0 || n > math.MaxInt64>>s {
+		return 0, fmt.Errorf("%q is not a size (bytes, or a number with KiB, MiB or GiB)", v)
+	}
+	return n << s, nil
 }
 
 // validateRateLimits checks the request and AUTH limits: a rate is a finite
@@ -228,12 +274,29 @@ func (c *Serve) SMTPAddrs() []string {
 	return out
 }
 
-// PublicBaseURL is the base for links handed to clients, without a trailing slash.
+// PublicBaseURL is the base for links handed to clients, without a trailing
+// slash: the configured public URL. Without one, the HTTP listen address,
+// except that a listener on all interfaces (0.0.0.0, [::], :port) names
+// localhost: an unspecified address is no place a client can reach, and a
+// server that listens there should be given CATCHBOX_PUBLIC_URL (Serve warns).
 func (c *Serve) PublicBaseURL() string {
 	if c.PublicURL != "" {
 		return strings.TrimRight(c.PublicURL, "/")
 	}
+	if host, port, err := net.SplitHostPort(c.HTTPAddr); err == nil && AllInterfaces(host) {
+		return "http://" + net.JoinHostPort("localhost", port)
+	}
 	return "http://" + c.HTTPAddr
+}
+
+// AllInterfaces reports whether a listen host is every interface's: empty,
+// 0.0.0.0 or ::.
+func AllInterfaces(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsUnspecified()
 }
 
 // SMTPPublicEndpoint is the host and port GET /api/smtp/{namespace} reports.

@@ -65,7 +65,7 @@ func (l *Limits) byKey(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if retry, ok := l.key.Take(tenant.KeyIDFrom(r.Context())); !ok {
+		if retry, ok := l.key.Take(tenant.PrincipalFrom(r.Context()).ID()); !ok {
 			tooMany(w, r, retry, "rate_limited", "too many requests with this API key")
 			return
 		}
@@ -121,6 +121,15 @@ func tooMany(w http.ResponseWriter, r *http.Request, retry time.Duration, code, 
 }
 
 // clientKey is the bucket key of the request's client address (limit.AddrKey).
+// ClientKey names the client of a request for per-address limits (the
+// dashboard's sign-in throttle too): its address as clientAddr finds it.
+func (l *Limits) ClientKey(r *http.Request) string {
+	if l == nil {
+		return r.RemoteAddr
+	}
+	return l.clientKey(r)
+}
+
 func (l *Limits) clientKey(r *http.Request) string {
 	if a, ok := l.clientAddr(r); ok {
 		return limit.AddrKey(a)

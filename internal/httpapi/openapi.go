@@ -3,6 +3,7 @@ package httpapi
 import (
 	_ "embed"
 	"net/http"
+	"regexp"
 	"strconv"
 )
 
@@ -27,3 +28,7 @@ func openAPIHandler(w http.ResponseWriter, r *http.Request) error {
 	w.Write(openAPIDocument)
 	return nil
 }
+
+// apiVersion is the revision of the API this server serves: the document's
+// info.version, which rises with each entry of docs/api.md's Changes.
+var apiVersion = string(regexp.MustCompile(`(?m)^info:\n(?:  .*\n)*?  version: (\S+)`).FindSubmatch(openAPIDocument)[1])

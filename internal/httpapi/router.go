@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -16,10 +17,13 @@ import (
 	"github.com/catchbox/catchbox/internal/deliverability"
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
+	"github.com/catchbox/catchbox/internal/version"
+	"github.com/catchbox/catchbox/internal/web"
 )
 
 // Deps are the services whose handlers the routes call. A feature with
@@ -35,13 +39,35 @@ type Deps struct {
 	Limits *Limits
 
 	Deliverability *deliverability.Service
+	// Sessions are the dashboard's signed-in users; nil: API keys only.
+	Sessions *tenant.Sessions
+	// Web is the dashboard; nil: no pages.
+	Web *web.Dashboard
+
+	// AccessLog logs every request (observe); without it only failures are.
+	AccessLog bool
+	// Metrics serves GET /metrics; nil leaves the route out.
+	Metrics http.Handler
+	// Drain, when closed, ends every held wait=true request at once with its
+	// 307 (graceful shutdown); nil never does.
+	Drain <-chan struct{}
+	// Ready answers GET /readyz: nil when the service can serve (its store
+	// reachable and migrated), else why not.
+	Ready func(context.Context) error
 }
 
 // NewRouter returns the HTTP handler of the whole API: the middleware every
 // request passes through, the contract's 404 and 405 bodies, and routes.
 func NewRouter(d Deps) http.Handler {
 	r := chi.NewRouter()
-	r.Use(requestID, recoverPanics, limitBody)
+	r.Use(requestID, observe(d.AccessLog), recoverPanics, limitBody)
+	if d.Drain != nil {
+		r.Use(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				next.ServeHTTP(w, r.WithContext(notify.WithDrain(r.Context(), d.Drain)))
+			})
+		})
+	}
 	r.NotFound(d.Limits.byAddr(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, httpx.Errorf(http.StatusNotFound, "route_not_found", "no such endpoint: %s %s", r.Method, r.URL.Path))
 	})).ServeHTTP)
@@ -61,7 +87,12 @@ func routes(r chi.Router, d Deps) {
 	// No credential.
 	open := group{r.With(d.Limits.byAddr)}
 	open.get("/healthz", healthHandler)
+	open.get("/readyz", readyHandler(d.Ready))
+	open.get("/api/version", versionHandler)
 	open.get("/api/openapi.yaml", openAPIHandler)
+	if d.Metrics != nil {
+		open.r.Method(http.MethodGet, "/metrics", d.Metrics)
+	}
 
 	// Signed links: the signature in the URL is the credential, so clients can
 	// fetch a download_url bare.
@@ -74,16 +105,19 @@ func routes(r chi.Router, d Deps) {
 	webhook := group{r.With(d.Limits.byAddr)}
 	webhook.post(sms.TwilioWebhookPath, d.SMS.TwilioInboundHandler)
 
-	// X-Api-Key: every handler acts for the key's organisation (tenant.OrgFrom).
-	key := group{r.With(d.Limits.guardAuth, d.Tenants.RequireKey, d.Limits.byKey)}
+	// X-Api-Key, or a dashboard session: every handler acts for the
+	// principal's organisation (tenant.OrgFrom).
+	key := group{r.With(d.Limits.guardAuth, d.Tenants.RequireAPI(d.Sessions), d.Limits.byKey)}
 	key.get("/api/test", d.Tenants.TestKeyHandler)
 	key.get("/api/namespaces", d.Tenants.ListNamespacesHandler)
 	key.post("/api/namespace/{namespace}/settings", d.Tenants.UpsertSettingsHandler)
 	key.get("/api/smtp/{namespace}", d.Tenants.SMTPSettingsHandler(d.SMTPEndpoint))
 
 	key.get("/api/emails/{namespace}/inbox", d.Inbox.SearchInboxHandler)
+	key.delete("/api/emails/{namespace}/inbox", d.Inbox.ClearInboxHandler)
 	key.get("/api/emails/{namespace}/latest", d.Inbox.LatestEmailHandler)
 	key.get("/api/emails/{emailId}", d.Inbox.GetEmailHandler)
+	key.delete("/api/emails/{emailId}", d.Inbox.DeleteEmailHandler)
 	key.get("/api/emails/{emailId}/attachments", d.Inbox.ListAttachmentsHandler)
 	key.get("/api/attachments/{id}", d.Inbox.GetAttachmentHandler)
 	key.get("/api/emails/{namespace}/{emailId}/deliverability-report/raw-source", d.Inbox.RawSourceHandler)
@@ -122,7 +156,70 @@ func routes(r chi.Router, d Deps) {
 	key.delete("/api/destinations/{destinationId}", d.Outbound.DeleteDestinationHandler)
 	key.post("/api/emails/{emailId}/deliverability-report", d.Deliverability.RequestReportHandler)
 	key.get("/api/emails/{emailId}/deliverability-report", d.Deliverability.GetReportHandler)
+
+	if d.Web != nil {
+		dashboard(r, d)
+	}
 }
+
+// dashboard is the route table of the dashboard's pages. Every page refuses
+// state-changing requests from other origins (web.Dashboard.Protect); the
+// pages of signed-in users need the session cookie (web.Dashboard.RequireUser)
+// and are limited per user, the others per client address. GET / is the
+// sign-in page until someone signs in.
+func dashboard(r chi.Router, d Deps) {
+	w := d.Web
+	open := pages{r.With(d.Limits.byAddr, w.Protect)}
+	open.get("/", w.HomeHandler)
+	open.get("/signin", w.SignInPageHandler)
+	open.post("/signin", w.SignInHandler)
+	r.With(d.Limits.byAddr).Method(http.MethodGet, "/static/*", w.Static())
+
+	user := pages{r.With(w.Protect, w.RequireUser, d.Limits.byKey)}
+	user.post("/signout", w.SignOutHandler)
+	user.post("/organisation/switch", w.SwitchOrgHandler)
+
+	user.get("/inboxes", w.NamespacesHandler)
+	user.post("/inboxes", w.CreateNamespaceHandler)
+	user.get("/inboxes/{namespace}", w.InboxHandler)
+	user.get("/inboxes/{namespace}/rows", w.RowsHandler)
+	user.get("/inboxes/{namespace}/events", w.EventsHandler)
+	user.post("/inboxes/{namespace}/clear", w.ClearHandler)
+	user.get("/inboxes/{namespace}/settings", w.SettingsHandler)
+	user.post("/inboxes/{namespace}/settings", w.UpdateSettingsHandler)
+
+	user.get("/emails/{emailId}", w.EmailHandler)
+	user.get("/emails/{emailId}/body", w.BodyHandler)
+	user.post("/emails/{emailId}/delete", w.DeleteEmailHandler)
+	user.post("/emails/{emailId}/share", w.ShareHandler)
+	user.post("/emails/{emailId}/report", w.RequestReportHandler)
+	user.post("/emails/{emailId}/reply", w.ReplyHandler)
+	user.post("/emails/{emailId}/forward", w.ForwardHandler)
+
+	user.get("/organisation", w.OrganisationHandler)
+	user.post("/organisation/keys", w.CreateKeyHandler)
+	user.post("/organisation/keys/{keyId}/revoke", w.RevokeKeyHandler)
+
+	user.get("/authenticators", w.AuthenticatorsHandler)
+	user.post("/authenticators", w.AddAuthenticatorHandler)
+	user.post("/authenticators/{deviceId}/delete", w.DeleteAuthenticatorHandler)
+
+	user.get("/sms", w.SMSHandler)
+	user.get("/sms/{phone}", w.MessagesHandler)
+	user.get("/sms/{phone}/rows", w.MessageRowsHandler)
+	user.get("/sms/{phone}/events", w.SMSEventsHandler)
+	user.post("/sms/{phone}/virtual", w.VirtualSMSHandler)
+
+	user.get("/outbound", w.OutboundHandler)
+	user.post("/outbound/send", w.SendHandler)
+	user.get("/outbound/{id}", w.OutboundEmailHandler)
+}
+
+// pages registers dashboard pages on one group, one method each.
+type pages struct{ r chi.Router }
+
+func (p pages) get(path string, h web.Handler)  { p.r.Method(http.MethodGet, path, h) }
+func (p pages) post(path string, h web.Handler) { p.r.Method(http.MethodPost, path, h) }
 
 // group registers handlers on one group of the route table, one method each.
 type group struct{ r chi.Router }
@@ -136,6 +233,37 @@ func (g group) delete(path string, h httpx.Handler) { g.r.Method(http.MethodDele
 // the database restarts (each request reports its own failure).
 func healthHandler(w http.ResponseWriter, r *http.Request) error {
 	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// readyHandler answers GET /readyz: 200 when ready says the service can serve
+// (the store answers and its schema is this build's), else 503 with the
+// reason, so that a load balancer or an orchestrator sends no traffic to a
+// replica that would fail it. Unlike /healthz it asks the store.
+func readyHandler(ready func(context.Context) error) httpx.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			defer cancel()
+			if err := ready(ctx); err != nil {
+				slog.Warn("Not ready", "request_id", httpx.RequestID(r.Context()), "err", err)
+				return httpx.Errorf(http.StatusServiceUnavailable, "not_ready", "not ready: %v", err)
+			}
+		}
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		return nil
+	}
+}
+
+// readyTimeout bounds the store checks of GET /readyz.
+const readyTimeout = 2 * time.Second
+
+// versionHandler answers GET /api/version with this build's version.
+func versionHandler(w http.ResponseWriter, r *http.Request) error {
+	httpx.WriteJSON(w, http.StatusOK, struct {
+		version.Info
+		APIVersion string `json:"api_version"`
+	}{version.Get(), apiVersion})
 	return nil
 }
 

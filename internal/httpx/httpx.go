@@ -126,6 +126,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		he = &Error{Status: http.StatusInternalServerError, Code: "internal_error",
 			Message: "internal error; quote the request id when reporting it"}
 	}
+	if n := Noted(r.Context()); n != nil {
+		n.Code = he.Code
+	}
 	body := errorBody{StatusCode: he.Status, Error: http.StatusText(he.Status), Code: he.Code, Message: he.Message}
 	for _, f := range he.Fields {
 		body.Errors = append(body.Errors, errorField{Field: f.Field, Detail: []errorDetail{{Description: f.Detail}}})
@@ -385,6 +388,29 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 func RequestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
 	return id
+}
+
+// Note is what the handlers of a request tell the access log about it: the
+// API key that authenticated it (its id, never the key) and, for a failure,
+// the error code answered. The access log puts one in the context before the
+// request is routed; Noted returns it, nil outside one.
+type Note struct {
+	KeyID string
+	Code  string
+}
+
+const noteKey ctxKey = 2
+
+// WithNote returns ctx with a new, empty Note.
+func WithNote(ctx context.Context) (context.Context, *Note) {
+	n := &Note{}
+	return context.WithValue(ctx, noteKey, n), n
+}
+
+// Noted returns the request's Note, or nil.
+func Noted(ctx context.Context) *Note {
+	n, _ := ctx.Value(noteKey).(*Note)
+	return n
 }
 
 // AskAgain answers a held request whose hold ended with no match: 307 to the

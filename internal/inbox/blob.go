@@ -28,13 +28,22 @@ const (
 // One encoder and one decoder serve every goroutine: EncodeAll and DecodeAll are
 // safe for concurrent use and reuse their internal state, so compressing a message
 // costs no allocation of a new encoder.
+//
+// Content under smallContent goes through the fastest level, with a window no
+// larger than itself: on a 1 KB message and its body it took two thirds of the
+// default level's CPU time for 5 % more bytes (docs/benchmarks.md, "Footprint").
+// Larger content keeps the default level, where the ratio is worth the time.
 var (
-	zstdEncoder = mustEncoder()
-	zstdDecoder = mustDecoder()
+	zstdEncoder      = mustEncoder(zstd.WithEncoderLevel(zstd.SpeedDefault))
+	zstdSmallEncoder = mustEncoder(zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(smallContent))
+	zstdDecoder      = mustDecoder()
 )
 
-func mustEncoder() *zstd.Encoder {
-	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault))
+// smallContent is the size under which content is compressed at the fastest level.
+const smallContent = 64 << 10
+
+func mustEncoder(opts ...zstd.EOption) *zstd.Encoder {
+	e, err := zstd.NewWriter(nil, opts...)
 	if err != nil {
 		panic(err)
 	}
@@ -75,17 +84,22 @@ func contentHash(b []byte) string {
 // emptyContentHash is the contentHash of no bytes.
 var emptyContentHash = contentHash(nil)
 
-// minCompress is the smallest content worth compressing. Below it the bytes saved
-// (a few hundred at most) are not worth the CPU on the ingest path: compressing
-// every 1 KB message cost 14% of ingest's CPU.
-const minCompress = 2048
+// minCompress is the smallest content worth compressing: below it zstd's frame
+// header and tables leave nothing saved. A 1 KB text message compresses to about
+// half, and its body as much (docs/benchmarks.md, "Footprint"); compression
+// runs on the senders' goroutines, not in the writer, whose pace sets ingest's.
+const minCompress = 256
 
-// pack prepares content for storage. Content under minCompress is stored as it
-// is.
+// pack prepares content for storage. Content under minCompress, or that does
+// not shrink, is stored as it is.
 func pack(content []byte) packed {
 	p := packed{codec: codecNone, size: int64(len(content)), data: nonNil(content)}
 	if len(content) >= minCompress {
-		if z := zstdEncoder.EncodeAll(content, make([]byte, 0, len(content)/2)); len(z) < len(content) {
+		enc := zstdEncoder
+		if len(content) < smallContent {
+			enc = zstdSmallEncoder
+		}
+		if z := enc.EncodeAll(content, make([]byte, 0, len(content)/2)); len(z) < len(content) {
 			p.codec, p.data = codecZstd, z
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -336,7 +337,9 @@ func (in *Ingester) syncAndAnswer(batch []*batchReq) {
 	if len(batch) == 0 {
 		return
 	}
+	start := time.Now()
 	err := in.db.Sync()
+	metrics.IngestSync(time.Since(start))
 	if err != nil {
 		slog.Error("Making received mail durable failed", "err", err)
 	}
@@ -418,6 +421,22 @@ func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) (stored 
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// The commit's latency for the metrics leaves out midway, the previous
+	// batch's fsync, which is measured as its own.
+	start, midwayTook := time.Now(), time.Duration(0)
+	if midway != nil {
+		m := midway
+		midway = func() {
+			t := time.Now()
+			m()
+			midwayTook = time.Since(t)
+		}
+	}
+	defer func() {
+		if err == nil {
+			metrics.IngestCommit(len(stored), time.Since(start)-midwayTook)
+		}
+	}()
 	err = in.db.InTxUnsynced(ctx, func(tx *store.Tx) error {
 		var nsIDs []string
 		added := map[string]int64{}

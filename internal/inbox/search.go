@@ -60,6 +60,15 @@ func (s *Searcher) SetColumnBudget(bytes int64) {
 	}
 }
 
+// ColumnBudget is the memory the copies of substring searches may hold, 0
+// when there are none.
+func (s *Searcher) ColumnBudget() int64 {
+	if s.cols == nil {
+		return 0
+	}
+	return s.cols.budget
+}
+
 // SetClock replaces the clock (tests).
 func (s *Searcher) SetClock(now func() time.Time) { s.now = now }
 

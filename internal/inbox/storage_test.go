@@ -405,3 +405,74 @@ func TestQuotaUnderConcurrentIngest(t *testing.T) {
 		}
 	})
 }
+
+// TestQuotaKeepsFileSizeBounded holds a namespace at its quota for many rounds
+// of arrivals, each round replacing every email it holds, and checks that the
+// SQLite file stops growing: the pages the quota's deletions free are reused
+// by the next arrivals. Were anything of a deleted email left behind (its raw
+// source, its body, its recipients), the file would grow by a round's worth
+// every round.
+func TestQuotaKeepsFileSizeBounded(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	e := newEnv(t, db)
+	ctx := context.Background()
+	org, _ := e.tenants.OrgByName(ctx, "default")
+	const quota, rounds, senders = 100, 30, 8
+	q, err := e.tenants.CreateNamespace(ctx, org.ID, "full", tenant.Settings{QuotaLimit: ptr(quota)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := func() (total, free int64) {
+		if err := db.W.QueryRow("PRAGMA page_count").Scan(&total); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.W.QueryRow("PRAGMA freelist_count").Scan(&free); err != nil {
+			t.Fatal(err)
+		}
+		return total, free
+	}
+	var settled, largest, freed int64
+	for round := 1; round <= rounds; round++ {
+		var wg sync.WaitGroup
+		errs := make(chan error, quota)
+		for s := 0; s < senders; s++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := s; i < quota; i += senders {
+					raw, _, _ := storageMessage(uint64(round*quota + i)) // 12 KB, attachments in the raw source
+					raw = bytes.Replace(raw, []byte("Subject: storage"), []byte(fmt.Sprintf("Subject: r%d-%d", round, i)), 1)
+					_, err := e.ingester.Deliver(ctx, raw, inbox.Envelope{}, []inbox.Target{{Namespace: q, Recipients: []string{"x@full.localhost"}}})
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		total, free := pages()
+		freed = max(freed, free)
+		switch {
+		case round == 3:
+			settled = total // the quota is full and one round's deletions are free
+		case round > 3:
+			largest = max(largest, total)
+		}
+	}
+	if n := count(t, db, "SELECT COUNT(*) FROM emails WHERE namespace_id = ?", q.ID); n != quota {
+		t.Fatalf("%d emails held, want the quota's %d", n, quota)
+	}
+	if freed == 0 {
+		t.Errorf("no page was ever free: the deletions freed nothing")
+	}
+	// A round's emails take about a quarter of the settled file; growth by a
+	// tenth over 27 more rounds would mean pages are not coming back.
+	if largest > settled+settled/10 {
+		t.Errorf("file grew from %d pages after round 3 to %d by round %d: freed pages are not reused", settled, largest, rounds)
+	}
+	t.Logf("pages: %d after round 3, at most %d over rounds 4 to %d; most free at once %d", settled, largest, rounds, freed)
+}

@@ -179,6 +179,32 @@ type Queue struct {
 	beatDone   chan struct{}
 }
 
+// SetClock replaces the queue's clock (Options.Now), before Start: the tests
+// of a feature built by internal/server move time with it, to reach a
+// retry's time or a deadline without waiting for it.
+func (q *Queue) SetClock(now func() time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.started {
+		panic("jobs: SetClock after Start")
+	}
+	q.opts.Now = now
+}
+
+// Wake makes every kind's workers in this process look for due jobs now, as
+// an enqueue does: after the clock was moved, a job due by the new time
+// runs without waiting for the poll.
+func (q *Queue) Wake() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, k := range q.kinds {
+		select {
+		case k.freed <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+}
+
 // kind is one registered kind and its workers.
 type kind struct {
 	name    string

@@ -822,3 +822,27 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 		}
 	}
 }
+
+// A queue built with the real clock takes a test's clock before Start
+// (SetClock), and Wake makes its workers look again once the test has moved
+// that clock: the scheduled job runs without a poll (an hour here) or an
+// enqueue.
+func TestSetClockAndWake(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		clk := newClock()
+		q := New(db, nil, Options{Lease: testLease, PollInterval: time.Hour})
+		t.Cleanup(func() { q.Stop(context.Background()) })
+		q.SetClock(clk.Now)
+		q.Register("later", func(context.Context, *Job) error { return nil }, Limits{})
+		if err := q.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		id := enqueue(t, q, "later", EnqueueOptions{RunAt: clk.Now().Add(24 * time.Hour)})
+		if in := get(t, q, id); in.State != Pending || !in.CreatedAt.Equal(clk.Now()) {
+			t.Fatalf("job %+v: want pending, created at the test's clock %s", in, clk.Now())
+		}
+		clk.Add(24 * time.Hour)
+		q.Wake()
+		waitState(t, q, id, Done, 1)
+	})
+}

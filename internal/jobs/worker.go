@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/store"
 )
@@ -77,6 +78,7 @@ func (j *Job) Finish(ctx context.Context, outcome error, effects func(context.Co
 	j.mu.Lock()
 	j.finished = true
 	j.mu.Unlock()
+	metrics.JobAttempt(j.Kind, outcomeWord(ended))
 	switch ended {
 	case Dead:
 		slog.Warn("Job is dead", "kind", j.Kind, "job_id", j.ID, "attempts", j.Attempt, "err", outcome)
@@ -85,6 +87,17 @@ func (j *Job) Finish(ctx context.Context, outcome error, effects func(context.Co
 			"retry_at", retryAt, "err", outcome)
 	}
 	return nil
+}
+
+// outcomeWord names what an attempt led to, for the metrics.
+func outcomeWord(s State) string {
+	switch s {
+	case Pending:
+		return "retry"
+	case Dead:
+		return "dead"
+	}
+	return "done"
 }
 
 // maxErrorBytes bounds a stored error message.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/metrics"
 )
 
 // RecheckInterval is how often a held request re-checks while wake-ups are
@@ -40,6 +41,10 @@ func Until[T any](ctx context.Context, n Notifier, topic string, p Policy, look 
 	if err != nil || ok {
 		return res, err
 	}
+	drain, _ := ctx.Value(drainKey{}).(<-chan struct{})
+	done := metrics.HoldStarted()
+	ended := "gone"
+	defer func() { done(ended) }()
 	timer := time.NewTimer(p.Hold)
 	defer timer.Stop()
 	var recheck <-chan time.Time
@@ -54,6 +59,12 @@ func Until[T any](ctx context.Context, n Notifier, topic string, p Policy, look 
 		case <-ctx.Done():
 			return zero, ctx.Err()
 		case <-timer.C:
+			ended = "redirected"
+			return zero, ErrHoldEnded
+		case <-drain:
+			// The server is stopping: the client asks again, of another
+			// replica or of this one once restarted.
+			ended = "redirected"
 			return zero, ErrHoldEnded
 		case <-sub.C:
 		case <-recheck:
@@ -61,7 +72,9 @@ func Until[T any](ctx context.Context, n Notifier, topic string, p Policy, look 
 				continue
 			}
 		}
+		woke := time.Now()
 		res, ok, err := look(ctx)
+		metrics.WakeUp(time.Since(woke))
 		if err != nil {
 			if ctx.Err() != nil {
 				return zero, ctx.Err()
@@ -70,9 +83,20 @@ func Until[T any](ctx context.Context, n Notifier, topic string, p Policy, look 
 			continue
 		}
 		if ok {
+			ended = "matched"
 			return res, nil
 		}
 	}
+}
+
+type drainKey struct{}
+
+// WithDrain returns ctx carrying the server's drain channel: when it closes
+// (the server is shutting down), every request held in Until under ctx ends
+// at once with ErrHoldEnded, i.e. its 307 to the same URL, instead of being
+// cut when the server exits.
+func WithDrain(ctx context.Context, drain <-chan struct{}) context.Context {
+	return context.WithValue(ctx, drainKey{}, drain)
 }
 
 // Answer answers a search request that may wait (wait=true, contract section

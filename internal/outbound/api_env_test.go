@@ -25,7 +25,7 @@ import (
 // owns namespace "default"; "other" owns namespace "elsewhere"; "third"
 // owns nothing but may read "default" when the test shares it.
 type apiEnv struct {
-	t        *testing.T
+	t        testing.TB
 	db       *store.DB
 	svc      *server.Service
 	base     string
@@ -39,7 +39,7 @@ type apiEnv struct {
 func newAPIEnv(t *testing.T, db *store.DB) *apiEnv { return newAPIEnvWith(t, db, nil) }
 
 // newAPIEnvWith is newAPIEnv with settings changed by configure.
-func newAPIEnvWith(t *testing.T, db *store.DB, configure func(*config.Serve)) *apiEnv {
+func newAPIEnvWith(t testing.TB, db *store.DB, configure func(*config.Serve)) *apiEnv {
 	t.Helper()
 	ctx := context.Background()
 	cfg := servertest.Config(t)
@@ -74,7 +74,7 @@ type response struct {
 }
 
 // json decodes the body into v.
-func (r response) json(t *testing.T, v any) {
+func (r response) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("decode %s: %v", r.body, err)

@@ -3,18 +3,13 @@ package outbound
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"strconv"
 	"time"
-
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/secret"
@@ -47,9 +42,9 @@ type Verifier struct {
 	// MailDomain is the domain of the verification mail's sender and
 	// Message-ID.
 	MailDomain string
-	// RelayURL is CATCHBOX_RELAY_URL; "" sends nothing, and the job fails at
-	// once with a clear error.
-	RelayURL string
+	// Relay is the relay of CATCHBOX_RELAY_URL, the one outbound delivery
+	// uses; nil sends nothing, and the job fails at once with a clear error.
+	Relay *Relay
 	// Now is the clock of link expiry; nil is time.Now.
 	Now func() time.Time
 }
@@ -96,18 +91,18 @@ func (v *Verifier) Handle(ctx context.Context, job *jobs.Job) error {
 	if d.Verified() {
 		return nil
 	}
-	if v.RelayURL == "" {
+	if v.Relay == nil {
 		slog.Warn("A destination's verification mail cannot be sent: no relay is configured (CATCHBOX_RELAY_URL)", "destination_id", d.ID)
 		return jobs.Permanent(errors.New("no relay configured (CATCHBOX_RELAY_URL): verification mail not sent"))
 	}
-	relay, err := parseRelayURL(v.RelayURL)
-	if err != nil {
-		return jobs.Permanent(err)
-	}
 	from := "no-reply@" + v.MailDomain
-	msg := v.message(from, d)
-	if err := relay.send(ctx, from, d.Address, msg); err != nil {
-		return fmt.Errorf("send the verification mail of destination %s: %w", d.ID, err)
+	rep := v.Relay.Send(ctx, from, []string{d.Address}, v.message(from, d)).Replies[0]
+	switch rep.Event {
+	case EventSent:
+	case EventBounced:
+		return jobs.Permanent(fmt.Errorf("the relay refused the verification mail of destination %s: %s %s", d.ID, rep.Code, rep.Text))
+	default:
+		return fmt.Errorf("send the verification mail of destination %s: %s %s", d.ID, rep.Code, rep.Text)
 	}
 	slog.Info("Destination verification mail sent", "destination_id", d.ID)
 	return nil
@@ -130,86 +125,4 @@ func (v *Verifier) message(from string, d Destination) []byte {
 	b.WriteString(v.Link(d.ID) + "\r\n\r\n")
 	b.WriteString("If you did not expect this, ignore this message: nothing is sent to you unless the link is followed.\r\n")
 	return b.Bytes()
-}
-
-// verifyRelay is the relay of CATCHBOX_RELAY_URL,
-// smtp://user:pass@host:port?tls=starttls|tls|none.
-type verifyRelay struct {
-	addr, host     string
-	user, password string
-	mode           string // starttls (default), tls, none
-}
-
-// parseRelayURL reads CATCHBOX_RELAY_URL.
-func parseRelayURL(raw string) (*verifyRelay, error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "smtp" || u.Hostname() == "" {
-		return nil, errors.New("CATCHBOX_RELAY_URL must be smtp://user:pass@host:port?tls=starttls|tls|none")
-	}
-	r := &verifyRelay{host: u.Hostname(), mode: u.Query().Get("tls")}
-	port := u.Port()
-	if port == "" {
-		port = "587"
-	}
-	r.addr = net.JoinHostPort(r.host, port)
-	if r.mode == "" {
-		r.mode = "starttls"
-	}
-	if r.mode != "starttls" && r.mode != "tls" && r.mode != "none" {
-		return nil, fmt.Errorf("CATCHBOX_RELAY_URL: tls must be starttls, tls or none, not %q", r.mode)
-	}
-	if u.User != nil {
-		r.user = u.User.Username()
-		r.password, _ = u.User.Password()
-	}
-	return r, nil
-}
-
-// relayTimeout bounds one conversation with the relay.
-const relayTimeout = time.Minute
-
-// send hands msg for to to the relay with go-smtp's client.
-func (r *verifyRelay) send(ctx context.Context, from, to string, msg []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, relayTimeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", r.addr)
-	if err != nil {
-		return err
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(deadline)
-	}
-	tlsConfig := &tls.Config{ServerName: r.host, MinVersion: tls.VersionTLS12}
-	var c *smtp.Client
-	switch r.mode {
-	case "tls":
-		tc := tls.Client(conn, tlsConfig)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			conn.Close()
-			return err
-		}
-		c = smtp.NewClient(tc)
-	case "starttls":
-		if c, err = smtp.NewClientStartTLS(conn, tlsConfig); err != nil {
-			conn.Close()
-			return err
-		}
-	default:
-		c = smtp.NewClient(conn)
-	}
-	defer c.Close()
-	if r.user != "" {
-		if err := c.Auth(sasl.NewPlainClient("", r.user, r.password)); err != nil {
-			return err
-		}
-	}
-	if err := c.SendMail(from, []string{to}, bytes.NewReader(msg)); err != nil {
-		var se *smtp.SMTPError
-		if errors.As(err, &se) && se.Code >= 500 {
-			return jobs.Permanent(err)
-		}
-		return err
-	}
-	return c.Quit()
 }

@@ -2,11 +2,7 @@ package outbound
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"time"
-
-	"github.com/catchbox/catchbox/internal/jobs"
 )
 
 // ExpireJob is Store.ExpireContent as periodic work (store.DB.Every): each run
@@ -18,11 +14,4 @@ func (s *Store) ExpireJob(ctx context.Context) error {
 		slog.Info("Deleted expired outbound content", "attachments", attachments, "messages", messages)
 	}
 	return err
-}
-
-// HoldDelivery is the handler of delivery jobs while this version has no
-// delivery: a job is tried again an hour later, so it stays in the queue
-// and its email stays queued.
-func HoldDelivery(ctx context.Context, job *jobs.Job) error {
-	return jobs.RetryAt(time.Now().Add(time.Hour), errors.New("outbound delivery is not available in this version"))
 }

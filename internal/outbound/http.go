@@ -336,7 +336,9 @@ type listOptions struct {
 
 // ListOutboundHandler answers GET /api/emails/outbound: the organisation's
 // outbound emails, newest first, in the list form. organisation_id, which a
-// dashboard user must give, is checked against the key's organisation.
+// dashboard user must give, is checked against the key's organisation (a
+// user's membership was checked by tenant.RequireAPI, which made the
+// principal act for it).
 func (a *API) ListOutboundHandler(w http.ResponseWriter, r *http.Request) error {
 	q := httpx.NewQuery(r)
 	f := Filter{Limit: int(q.Int("limit", DefaultLimit, 1, 100)), Offset: int(q.Int("offset", 0, 0, -1))}
@@ -358,6 +360,9 @@ func (a *API) ListOutboundHandler(w http.ResponseWriter, r *http.Request) error 
 	}
 	if _, err := uuid.Parse(orgParam); orgParam != "" && err != nil {
 		c.fail("organisation_id", "must be a UUID")
+	}
+	if orgParam == "" && tenant.PrincipalFrom(r.Context()).User != nil {
+		c.fail("organisation_id", "is required for session-authenticated users")
 	}
 	if err := c.fields.Err(); err != nil {
 		return err

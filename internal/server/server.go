@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"github.com/catchbox/catchbox/internal/httpapi"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
+	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/routing"
@@ -41,6 +43,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
+	"github.com/catchbox/catchbox/internal/web"
 )
 
 // shutdownTimeout bounds the wait for SMTP sessions and HTTP requests to finish
@@ -80,6 +83,13 @@ type Service struct {
 	Limits *httpapi.Limits
 	// Outbound is outbound email: send, reply, forward and what became of them.
 	Outbound *outbound.API
+	// Deliverer delivers outbound email from the job queue; a test may set
+	// its clock (with the queue's) and its relay's TLS configuration.
+	Deliverer *outbound.Deliverer
+	// Sessions are the dashboard's signed-in users; a test may set their clock.
+	Sessions *tenant.Sessions
+	// Web is the dashboard's pages.
+	Web *web.Dashboard
 
 	// SMTP serves the listeners Serve is given.
 	SMTP *smtpd.Server
@@ -92,6 +102,8 @@ type Service struct {
 	// in an empty store, "" when the store already had an organisation.
 	NewKey string
 
+	drain        chan struct{} // closed when Serve starts to shut down: held waits answer 307
+	drainOnce    sync.Once
 	endpoints    atomic.Pointer[endpoints]
 	ownDB        bool            // Build opened the store: Close closes it
 	stop         func()          // ends the notifier's listener
@@ -127,7 +139,12 @@ func SetupLogger(format string, w io.Writer) {
 
 // OpenStore opens and migrates the configured store.
 func OpenStore(ctx context.Context, cfg config.Store) (*store.DB, error) {
-	db, err := store.Open(ctx, cfg.DatabaseURLOrDefault())
+	return OpenStoreWith(ctx, cfg, store.Options{})
+}
+
+// OpenStoreWith is OpenStore with the SQLite memory settings of opts.
+func OpenStoreWith(ctx context.Context, cfg config.Store, opts store.Options) (*store.DB, error) {
+	db, err := store.OpenWith(ctx, cfg.DatabaseURLOrDefault(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -138,21 +155,31 @@ func OpenStore(ctx context.Context, cfg config.Store) (*store.DB, error) {
 	return db, nil
 }
 
-// Run builds the service and serves until ctx ends. out receives the one-time
-// printout of a generated API key; ready, when not nil, is called once every
-// listener is open.
+// Run builds the service and serves until ctx ends. It binds every listener
+// before it touches the store, so a port already taken fails the start before
+// a first start creates anything (and prints a key that would then be lost).
+// out receives the one-time printout of a generated API key; ready, when not
+// nil, is called once every listener is open.
 func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	ls, err := Listen(cfg)
+	if err != nil {
+		return err
+	}
 	s, err := Build(ctx, cfg)
 	if err != nil {
+		ls.Close()
 		return err
 	}
 	defer s.Close()
-	if s.NewKey != "" && cfg.APIKey == "" {
+	switch {
+	case s.NewKey != "" && cfg.APIKey == "":
 		fmt.Fprintf(out, "\nCreated organisation %q with namespace %q.\nAPI key (shown once, store it now): %s\n\n", tenant.DefaultName, tenant.DefaultName, s.NewKey)
-	}
-	ls, err := Listen(s.Config)
-	if err != nil {
-		return err
+	case s.NewKey == "" && cfg.APIKey == "":
+		slog.Info("API keys are shown only when created; to make a new one, run with the same store settings: catchbox admin key create --org default (catchbox admin key list --org default lists them)",
+			"data_dir", cfg.DataDir)
 	}
 	return s.Serve(ctx, ls, ready)
 }
@@ -163,7 +190,9 @@ func Build(ctx context.Context, cfg config.Serve) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err // before the store is touched
 	}
-	db, err := OpenStore(ctx, cfg.Store)
+	plan := planMemory(cfg)
+	plan.apply()
+	db, err := OpenStoreWith(ctx, cfg.Store, plan.sqlite)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +229,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	s := &Service{Config: cfg, DB: db, Key: key, stop: func() {}}
+	s := &Service{Config: cfg, DB: db, Key: key, stop: func() {}, drain: make(chan struct{})}
 	s.Tenants = tenant.NewService(db, key, cfg.RetentionMax)
 	if s.NewKey, err = s.Tenants.Bootstrap(ctx, cfg.APIKey); err != nil {
 		return nil, err
@@ -222,7 +251,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Ingester = inbox.NewIngester(db, s.Notifier)
 	s.Jobs = jobs.New(db, s.Notifier, jobs.Options{})
 	s.Searcher = inbox.NewSearcher(db)
-	s.Searcher.SetColumnBudget(cfg.SearchMemoryBytes)
+	s.Searcher.SetColumnBudget(planMemory(cfg).searchBytes)
 
 	s.Inbox = &inbox.API{
 		Tenants:   s.Tenants,
@@ -245,12 +274,32 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Outbound = &outbound.API{Store: outbound.NewStore(db), DB: db, Jobs: s.Jobs, Tenants: s.Tenants,
 		Searcher: s.Searcher, Routes: routing.New(cfg.MailDomain, s.Tenants)}
 	s.Outbound.Store.ContentTTL = cfg.OutboundContentTTL
-	s.Outbound.Verifier = &outbound.Verifier{Store: s.Outbound.Store, Key: key, PublicURL: s.publicURL,
-		MailDomain: s.Outbound.Routes.Domain(), RelayURL: cfg.RelayURL}
+	relay, err := cfg.Relay()
+	if err != nil {
+		return nil, err
+	}
+	s.Deliverer = &outbound.Deliverer{Store: s.Outbound.Store, DB: db, Routes: s.Outbound.Routes, Key: key,
+		Ingester: s.Ingester, MaxAge: cfg.OutboundMaxAge}
+	if relay != nil {
+		s.Deliverer.Relay = &outbound.Relay{Relay: *relay, HeloName: cfg.MailDomain}
+		slog.Info("Outbound mail to external recipients goes through the relay", "relay", relay.String())
+	}
+	s.Jobs.Register(outbound.DeliveryKind, s.Deliverer.Deliver, outbound.DeliveryLimits)
+	s.Outbound.Verifier = &outbound.Verifier{Relay: s.Deliverer.Relay, Store: s.Outbound.Store, Key: key, PublicURL: s.publicURL,
+		MailDomain: s.Outbound.Routes.Domain()}
 	s.Jobs.Register(outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{})
-	s.Jobs.Register(outbound.DeliveryKind, outbound.HoldDelivery, jobs.Limits{})
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
-	s.Handler = httpapi.NewRouter(httpapi.Deps{
+	s.Sessions = tenant.NewSessions(s.Tenants, strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"))
+	s.Sessions.ClientAddr = s.Limits.ClientKey
+	s.Web, err = web.New(web.Dashboard{Tenants: s.Tenants, Sessions: s.Sessions, Inbox: s.Inbox, SMS: s.SMS, TOTP: s.TOTP,
+		Outbound: s.Outbound, Deliverability: s.Deliverability, Notifier: s.Notifier, SMTPEndpoint: s.smtpEndpoint,
+		MailDomain: cfg.MailDomain, PublicURL: s.publicURL})
+	if err != nil {
+		return nil, err
+	}
+	deps := httpapi.Deps{
+		Sessions:     s.Sessions,
+		Web:          s.Web,
 		Tenants:      s.Tenants,
 		Inbox:        s.Inbox,
 		SMS:          s.SMS,
@@ -260,7 +309,16 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		Outbound:     s.Outbound,
 
 		Deliverability: s.Deliverability,
-	})
+
+		AccessLog: cfg.AccessLog,
+		Drain:     s.drain,
+		Ready:     s.ready,
+	}
+	metrics.SetEnabled(cfg.Metrics)
+	if cfg.Metrics {
+		deps.Metrics = s.metricsHandler()
+	}
+	s.Handler = httpapi.NewRouter(deps)
 
 	s.SMTP = smtpd.New(smtpd.Config{
 		Addrs:           cfg.SMTPAddrs(),
@@ -284,6 +342,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		{Name: "jobs", Run: s.runJobs},
 		s.every("outbound-content-expiry", s.Outbound.Store.ExpireJob),
 		s.every("deliverability-prune", s.Deliverability.Prune),
+		s.every("session-reaper", store.ReapJob(db, "Deleted ended sessions", tenant.ReapSessions)),
 	}
 	return s, nil
 }
@@ -342,8 +401,8 @@ func (s *Service) every(job string, fn func(context.Context) error) Worker {
 // while serving.
 func (s *Service) Advertise(httpAddr, smtpAddr net.Addr) {
 	cfg := s.Config
-	if cfg.PublicURL == "" && httpAddr != nil {
-		cfg.PublicURL = "http://" + httpAddr.String()
+	if httpAddr != nil {
+		cfg.HTTPAddr = httpAddr.String() // the base of links without a public URL
 	}
 	if cfg.SMTPPublicPort == 0 && smtpAddr != nil {
 		if _, p, err := net.SplitHostPort(smtpAddr.String()); err == nil {
@@ -352,6 +411,22 @@ func (s *Service) Advertise(httpAddr, smtpAddr net.Addr) {
 	}
 	host, port := cfg.SMTPPublicEndpoint()
 	s.endpoints.Store(&endpoints{publicURL: cfg.PublicBaseURL(), smtpHost: host, smtpPort: port})
+}
+
+// warnUnreachable warns when a listener is on all interfaces and nothing says
+// how clients reach it: links and SMTP settings then name localhost, right
+// only for clients on this machine.
+func (s *Service) warnUnreachable(r Ready) {
+	host := func(addr string) string { h, _, _ := net.SplitHostPort(addr); return h }
+	if s.Config.PublicURL == "" && config.AllInterfaces(host(r.HTTPAddr)) {
+		slog.Warn("The HTTP listener is on all interfaces but CATCHBOX_PUBLIC_URL is not set: download and share links name localhost; set CATCHBOX_PUBLIC_URL to the URL clients use",
+			"http", r.HTTPAddr, "links", r.PublicURL)
+	}
+	if s.Config.PublicURL == "" && s.Config.SMTPPublicHost == "" && len(r.SMTPAddrs) > 0 && config.AllInterfaces(host(r.SMTPAddrs[0])) {
+		h, p := s.smtpEndpoint()
+		slog.Warn("The SMTP listener is on all interfaces but neither CATCHBOX_PUBLIC_URL nor CATCHBOX_SMTP_PUBLIC_HOST is set: GET /api/smtp/{namespace} names localhost",
+			"smtp", r.SMTPAddrs[0], "advertised", net.JoinHostPort(h, strconv.Itoa(p)))
+	}
 }
 
 func (s *Service) publicURL() string { return s.endpoints.Load().publicURL }
@@ -375,6 +450,12 @@ func (s *Service) Close() error {
 	}
 	return nil
 }
+
+// Drain answers every held wait=true request at once with its 307 to the same
+// URL, and every one held from then on as soon as it starts: the client asks
+// again, of another replica or of this one restarted. Serve calls it when it
+// shuts down; it is safe to call more than once.
+func (s *Service) Drain() { s.drainOnce.Do(func() { close(s.drain) }) }
 
 // Listeners are the sockets the service serves on.
 type Listeners struct {
@@ -455,6 +536,7 @@ func (s *Service) Serve(ctx context.Context, ls Listeners, ready func(Ready)) er
 	for _, l := range ls.SMTP {
 		r.SMTPAddrs = append(r.SMTPAddrs, l.Addr().String())
 	}
+	s.warnUnreachable(r)
 	slog.Info("Catchbox is ready", "http", r.PublicURL, "smtp", r.SMTPAddrs, "store", s.DB.Dialect.String(), "mail_domain", s.Config.MailDomain)
 	if ready != nil {
 		ready(r)
@@ -466,10 +548,21 @@ func (s *Service) Serve(ctx context.Context, ls Listeners, ready func(Ready)) er
 	case runErr = <-errc:
 	}
 	cancel()
+	slog.Info("Catchbox is stopping: held waits are answered 307, messages being received are finished")
 	shutdownCtx, stop := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer stop()
-	s.SMTP.Shutdown(shutdownCtx) // stop taking mail; sessions in DATA finish their commit
-	httpSrv.Shutdown(shutdownCtx)
+	s.Drain()
+	var down sync.WaitGroup
+	down.Add(2)
+	go func() {
+		defer down.Done()
+		s.SMTP.Shutdown(shutdownCtx) // stop taking mail; sessions in DATA finish their commit
+	}()
+	go func() {
+		defer down.Done()
+		httpSrv.Shutdown(shutdownCtx) // stop accepting; requests under way finish
+	}()
+	down.Wait()
 	wg.Wait()
 	slog.Info("Catchbox stopped")
 	return runErr

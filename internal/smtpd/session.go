@@ -12,11 +12,13 @@ import (
 	"net"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -45,6 +47,11 @@ type session struct {
 	rcpts   int             // distinct recipients accepted
 	// returns are the outbound emails whose return paths are recipients.
 	returns []string
+	refused int // recipients refused (RCPT answered 4xx or 5xx)
+	// dataStarted is set once DATA (or the first BDAT) starts: the
+	// transaction's log line is then Data's to write, not Reset's. Under BDAT
+	// Data runs beside the connection's goroutine, hence atomic.
+	dataStarted atomic.Bool
 
 	// nsCache keeps namespaces found during the session, by name.
 	nsCache map[string]tenant.Namespace
@@ -223,6 +230,11 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) (err error) {
 // outbound mail; the order of the checks and their replies are the session's.
 func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
 	defer s.guard("rcpt", &err)
+	defer func() {
+		if err != nil && s.inMail {
+			s.refused++
+		}
+	}()
 	if !s.inMail {
 		return errNeedMail
 	}
@@ -314,34 +326,84 @@ func (s *session) Data(r io.Reader) (err error) {
 	}
 	// Under BDAT this runs beside the connection's goroutine, which may Reset
 	// the session: work on a copy of the envelope.
-	env, targets, rcpts, returns := s.env, s.targets, s.rcpts, s.returns
+	s.dataStarted.Store(true)
+	tx := transaction{env: s.env, targets: s.targets, rcpts: s.rcpts, refused: s.refused, returns: s.returns}
 	if s.conn != nil {
 		s.conn.beginData()
 		defer s.conn.endData()
 		r = idleReader{r: r, c: s.conn}
 	}
 	raw, err := s.readMessage(r)
+	tx.size = len(raw)
 	if err != nil {
+		tx.log("rejected", err)
 		return err
 	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, deliverTimeout)
 	defer cancel()
-	if len(returns) > 0 {
-		if err := s.srv.cfg.Returns.Receive(ctx, raw, env.MailFrom, returns); err != nil {
+	if len(tx.returns) > 0 {
+		if err := s.srv.cfg.Returns.Receive(ctx, raw, tx.env.MailFrom, tx.returns); err != nil {
 			slog.Error("Recording a report sent to a return path failed", "client_ip", s.clientIP, "size", len(raw), "err", err)
+			tx.log("failed", errTempStore)
 			return errTempStore
 		}
 	}
-	if len(targets) == 0 {
-		slog.Debug("Message received on return paths over SMTP", "client_ip", s.clientIP, "return_paths", len(returns), "size", len(raw))
+	if len(tx.targets) == 0 {
+		tx.log("stored", replyStored)
 		return replyStored
 	}
-	if _, err := s.srv.ingester.Deliver(ctx, raw, env, targets); err != nil {
-		slog.Error("Storing a message received over SMTP failed", "client_ip", s.clientIP, "namespaces", len(targets), "size", len(raw), "err", err)
+	if _, err := s.srv.ingester.Deliver(ctx, raw, tx.env, tx.targets); err != nil {
+		slog.Error("Storing a message received over SMTP failed", "client_ip", s.clientIP, "namespaces", len(tx.targets), "size", len(raw), "err", err)
+		tx.log("failed", errTempStore)
 		return errTempStore
 	}
-	slog.Debug("Message received over SMTP", "client_ip", s.clientIP, "namespaces", len(targets), "recipients", rcpts, "size", len(raw))
+	tx.log("stored", replyStored)
 	return replyStored
+}
+
+// transaction is one mail transaction (MAIL to the end of DATA, or to RSET or
+// QUIT), as its log line tells it.
+type transaction struct {
+	env     inbox.Envelope
+	targets []inbox.Target
+	rcpts   int // recipients accepted
+	refused int // recipients refused
+	size    int // bytes of message data read
+	// returns are the outbound emails whose return paths were recipients.
+	returns []string
+}
+
+// log writes the transaction's one log line and counts it in the metrics.
+// result is stored, rejected (every recipient or the message refused),
+// failed (not stored: the sender was told to retry) or aborted (ended
+// before DATA with a recipient accepted). reply is the last reply of the
+// transaction, nil for none.
+func (t transaction) log(result string, reply error) {
+	metrics.SMTPMessage(result)
+	names := make([]string, 0, len(t.targets))
+	for _, tg := range t.targets {
+		names = append(names, tg.Namespace.Name)
+	}
+	attrs := []slog.Attr{
+		slog.String("client_ip", t.env.ClientIP),
+		slog.String("helo", t.env.Helo),
+		slog.String("sender", t.env.MailFrom),
+		slog.Int("recipients", t.rcpts),
+		slog.Int("refused_recipients", t.refused),
+		slog.String("namespace", strings.Join(names, ",")),
+		slog.Int("return_paths", len(t.returns)),
+		slog.Int("size", t.size),
+		slog.String("result", result),
+	}
+	var se *smtp.SMTPError
+	if errors.As(reply, &se) {
+		attrs = append(attrs, slog.Int("reply", se.Code))
+	}
+	level := slog.LevelInfo
+	if result == "failed" {
+		level = slog.LevelWarn
+	}
+	slog.LogAttrs(context.Background(), level, "SMTP transaction", attrs...)
 }
 
 // readMessage reads the message, at most MaxMessageBytes of it (go-smtp bounds
@@ -391,7 +453,10 @@ func (s *session) Reset() {
 }
 
 func (s *session) reset() {
+	s.endTransaction()
 	s.inMail = false
+	s.refused = 0
+	s.dataStarted.Store(false)
 	s.utf8 = false
 	s.env = inbox.Envelope{}
 	s.targets = nil
@@ -404,7 +469,23 @@ func (s *session) reset() {
 // Logout implements smtp.Session. The session holds nothing to free.
 func (s *session) Logout() (err error) {
 	defer s.guard("logout", &err)
+	s.endTransaction()
 	return nil
+}
+
+// endTransaction logs a transaction that ends without DATA (RSET, a new
+// EHLO, QUIT, a dropped connection): rejected when no recipient was
+// accepted, aborted otherwise. One that reached DATA was logged by Data.
+func (s *session) endTransaction() {
+	if !s.inMail || s.dataStarted.Load() {
+		return
+	}
+	result := "aborted"
+	if s.rcpts == 0 {
+		result = "rejected"
+	}
+	transaction{env: s.env, targets: s.targets, rcpts: s.rcpts, refused: s.refused}.log(result, nil)
+	s.inMail = false
 }
 
 // isASCII reports whether s is plain ASCII; other addresses need SMTPUTF8

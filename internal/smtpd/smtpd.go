@@ -34,6 +34,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/limit"
+	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -352,8 +353,10 @@ func (l *listener) Accept() (net.Conn, error) {
 		}
 		c, refusal := l.srv.track(nc)
 		if refusal == "" {
+			metrics.SMTPSession("accepted")
 			return c, nil
 		}
+		metrics.SMTPSession("busy")
 		l.srv.refuseBusy(nc, refusal)
 	}
 }

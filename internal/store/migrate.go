@@ -213,3 +213,55 @@ func splitStatements(s string) []string {
 	}
 	return out
 }
+
+// PendingMigrations counts the migrations this build has that the store has
+// not recorded: 0 when the schema is current. A store never migrated counts
+// them all. GET /readyz is not ready while it is above 0.
+func (db *DB) PendingMigrations(ctx context.Context) (int, error) {
+	all, err := db.migrations()
+	if err != nil {
+		return 0, err
+	}
+	ok, err := db.Initialized(ctx)
+	if err != nil || !ok {
+		return len(all), err
+	}
+	var applied int
+	if err := db.R.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&applied); err != nil {
+		return 0, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	return max(len(all)-applied, 0), nil
+}
+
+// Initialized reports whether the store has been migrated at least once,
+// i.e. whether catchbox serve (or an admin command told to create it) has
+// made it. The admin commands refuse to work on a store that is not.
+func (db *DB) Initialized(ctx context.Context) (bool, error) {
+	var n int
+	var err error
+	if db.Dialect == Postgres {
+		err = db.R.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'schema_migrations'").Scan(&n)
+	} else {
+		err = db.R.QueryRowContext(ctx, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").Scan(&n)
+	}
+	if err != nil {
+		return false, fmt.Errorf("look for schema_migrations: %w", err)
+	}
+	return n > 0, nil
+}
+
+// Size is the store's size on disk in bytes: SQLite's database file (pages in
+// use and free), PostgreSQL's database (pg_database_size).
+func (db *DB) Size(ctx context.Context) (int64, error) {
+	var n int64
+	var err error
+	if db.Dialect == Postgres {
+		err = db.R.QueryRowContext(ctx, "SELECT pg_database_size(current_database())").Scan(&n)
+	} else {
+		err = db.R.QueryRowContext(ctx, "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()").Scan(&n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store size: %w", err)
+	}
+	return n, nil
+}

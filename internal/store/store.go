@@ -120,15 +120,20 @@ func (db *DB) writerStmt(q string) *sql.Stmt {
 // Open connects to the store named by rawURL: "sqlite:///path/file.db" (or a bare
 // path) or "postgres://...". SQLite's parent directory is created when missing.
 func Open(ctx context.Context, rawURL string) (*DB, error) {
+	return OpenWith(ctx, rawURL, Options{})
+}
+
+// OpenWith is Open with the SQLite memory settings of opts.
+func OpenWith(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	switch {
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
 		return openPostgres(ctx, rawURL)
 	case strings.HasPrefix(rawURL, "sqlite://"):
-		return openSQLite(ctx, strings.TrimPrefix(rawURL, "sqlite://"))
+		return openSQLite(ctx, strings.TrimPrefix(rawURL, "sqlite://"), opts)
 	case strings.Contains(rawURL, "://"):
 		return nil, fmt.Errorf("database URL scheme not supported (use sqlite:// or postgres://)")
 	default:
-		return openSQLite(ctx, rawURL)
+		return openSQLite(ctx, rawURL, opts)
 	}
 }
 
@@ -136,7 +141,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 // another before it reports SQLITE_BUSY.
 const busyTimeoutMs = 10000
 
-func openSQLite(ctx context.Context, path string) (*DB, error) {
+func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	if path == "" {
 		return nil, fmt.Errorf("sqlite URL has no path")
 	}
@@ -181,23 +186,16 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
-	// Readers map the database file (its first GiB, on 64-bit builds only: eight
-	// readers would use up a 32-bit address space) and keep 16 MiB of pages
-	// each, so a search that visits thousands of rows reads them without a
-	// system call per page.
-	mmap := 0
-	if strconv.IntSize == 64 {
-		mmap = 1 << 30
-	}
+	mmap, cache := opts.readerMmap(), opts.readerCacheKiB()
 	r, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+pragmas+
-		"&_pragma=query_only(1)&_pragma=mmap_size("+strconv.Itoa(mmap)+")&_pragma=cache_size(-16384)")
+		"&_pragma=query_only(1)&_pragma=mmap_size("+strconv.FormatInt(mmap, 10)+")&_pragma=cache_size(-"+strconv.FormatInt(cache, 10)+")")
 	if err != nil {
 		w.Close()
 		wal.Close()
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
-	r.SetMaxOpenConns(8)
-	r.SetMaxIdleConns(8)
+	r.SetMaxOpenConns(Readers)
+	r.SetMaxIdleConns(Readers)
 	r.SetConnMaxIdleTime(5 * time.Minute)
 	m, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+pragmas)
 	if err != nil {

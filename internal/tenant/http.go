@@ -1,7 +1,6 @@
 package tenant
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,54 +9,6 @@ import (
 
 	"github.com/catchbox/catchbox/internal/httpx"
 )
-
-type ctxKey int
-
-const (
-	orgKey ctxKey = iota + 1
-	keyIDKey
-)
-
-// OrgFrom returns the organisation RequireKey authenticated.
-func OrgFrom(ctx context.Context) Org {
-	o, _ := ctx.Value(orgKey).(Org)
-	return o
-}
-
-// WithOrg stores the organisation in ctx (for tests and internal callers).
-func WithOrg(ctx context.Context, o Org) context.Context { return context.WithValue(ctx, orgKey, o) }
-
-// KeyIDFrom returns the id of the API key RequireKey authenticated, "" when the
-// request carried none. It names who made the request apart from the raw key
-// (the request limits count per key id), so it never holds the secret.
-func KeyIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(keyIDKey).(string)
-	return id
-}
-
-// RequireKey is the X-Api-Key middleware: a missing, unknown or revoked key is 401
-// with WWW-Authenticate; a valid one puts its organisation and its id in the
-// context.
-func (s *Service) RequireKey(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get("X-Api-Key")
-		if key == "" {
-			httpx.WriteError(w, r, httpx.Errorf(http.StatusUnauthorized, "missing_api_key", "the X-Api-Key header is required"))
-			return
-		}
-		keyID, o, err := s.authenticateKey(r.Context(), key)
-		if errors.Is(err, ErrNotFound) {
-			httpx.WriteError(w, r, httpx.Errorf(http.StatusUnauthorized, "invalid_api_key", "the API key is not valid"))
-			return
-		}
-		if err != nil {
-			httpx.WriteError(w, r, err)
-			return
-		}
-		ctx := context.WithValue(WithOrg(r.Context(), o), keyIDKey, keyID)
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
-}
 
 // NamespaceParam resolves the {namespace} path parameter to a namespace the
 // request's organisation may read: 404 otherwise, never revealing another's.

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -47,6 +48,8 @@ var (
 	ErrNameTaken     = errors.New("name already taken")
 	ErrNamespaceName = errors.New("namespace names are 1 to 63 characters of a-z, 0-9 and '-', not starting or ending with '-'")
 	ErrReserved      = errors.New("namespace name is reserved")
+	// ErrAlreadyRevoked is returned by RevokeKey for a key revoked before.
+	ErrAlreadyRevoked = errors.New("already revoked")
 )
 
 // Org is an organisation: the owner of keys, namespaces, devices and numbers.
@@ -220,17 +223,30 @@ func (s *Service) CreateKey(ctx context.Context, orgID, label, key string) (id, 
 	return id, key, nil
 }
 
-// RevokeKey revokes the key with the given id; requests with it get 401 from then on.
+// RevokeKey revokes the key with the given id; requests with it get 401 from
+// then on. A key revoked before is ErrAlreadyRevoked, an unknown id ErrNotFound.
 func (s *Service) RevokeKey(ctx context.Context, id string) error {
 	res, err := s.db.Exec(ctx, "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", store.NowMillis(), id)
 	if err != nil {
 		return fmt.Errorf("revoke API key: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("API key %s: %w", id, ErrNotFound)
+	if n, _ := res.RowsAffected(); n > 0 {
+		return nil
 	}
-	return nil
+	var revoked sql.NullInt64
+	err = s.db.QueryRow(ctx, "SELECT revoked_at FROM api_keys WHERE id = ?", id).Scan(&revoked)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("API key %s: %w", id, ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("revoke API key: %w", err)
+	}
+	return fmt.Errorf("API key %s was revoked at %s: %w", id, time.UnixMilli(revoked.Int64).UTC().Format(time.RFC3339), ErrAlreadyRevoked)
 }
+
+// lastUsedEvery is how stale a key's last_used_at may get: a key is marked
+// used at most once per period, so a busy key costs no write per request.
+const lastUsedEvery = time.Minute
 
 // Authenticate returns the organisation of a valid, unrevoked key.
 func (s *Service) Authenticate(ctx context.Context, key string) (Org, error) {
@@ -244,9 +260,10 @@ func (s *Service) authenticateKey(ctx context.Context, key string) (keyID string
 		return "", Org{}, ErrNotFound
 	}
 	var created, updated int64
-	err = s.db.QueryRow(ctx, `SELECT k.id, o.id, o.name, o.totp_device_limit, o.totp_enabled, o.created_at, o.updated_at
+	var used sql.NullInt64
+	err = s.db.QueryRow(ctx, `SELECT k.id, k.last_used_at, o.id, o.name, o.totp_device_limit, o.totp_enabled, o.created_at, o.updated_at
 		FROM api_keys k JOIN orgs o ON o.id = k.org_id WHERE k.key_hash = ? AND k.revoked_at IS NULL`, hashKey(key)).
-		Scan(&keyID, &o.ID, &o.Name, &o.TOTPDeviceLimit, &o.TOTPEnabled, &created, &updated)
+		Scan(&keyID, &used, &o.ID, &o.Name, &o.TOTPDeviceLimit, &o.TOTPEnabled, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", Org{}, ErrNotFound
 	}
@@ -254,7 +271,69 @@ func (s *Service) authenticateKey(ctx context.Context, key string) (keyID string
 		return "", Org{}, fmt.Errorf("authenticate API key: %w", err)
 	}
 	o.CreatedAt, o.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
+	if now := store.NowMillis(); !used.Valid || now-used.Int64 >= lastUsedEvery.Milliseconds() {
+		// Best effort: a failed mark must not fail the request it belongs to.
+		if _, err := s.db.Exec(ctx, "UPDATE api_keys SET last_used_at = ? WHERE id = ?", now, keyID); err != nil && ctx.Err() == nil {
+			slog.Warn("Could not record an API key's last use", "key_id", keyID, "err", err)
+		}
+	}
 	return keyID, o, nil
+}
+
+// Key is an API key as listed (catchbox admin key list, the dashboard): never
+// the key itself, which only its hash in the store could give.
+type Key struct {
+	ID        string
+	Label     string
+	CreatedAt time.Time
+	LastUsed  *time.Time
+	RevokedAt *time.Time
+}
+
+// ListKeys lists the organisation's API keys, newest first; revoked ones too
+// when withRevoked.
+func (s *Service) ListKeys(ctx context.Context, orgID string, withRevoked bool) ([]Key, error) {
+	q := "SELECT id, label, created_at, last_used_at, revoked_at FROM api_keys WHERE org_id = ?"
+	if !withRevoked {
+		q += " AND revoked_at IS NULL"
+	}
+	rows, err := s.db.Query(ctx, q+" ORDER BY created_at DESC, id DESC", orgID)
+	if err != nil {
+		return nil, fmt.Errorf("list API keys: %w", err)
+	}
+	defer rows.Close()
+	var out []Key
+	for rows.Next() {
+		var k Key
+		var created int64
+		var used, revoked sql.NullInt64
+		if err := rows.Scan(&k.ID, &k.Label, &created, &used, &revoked); err != nil {
+			return nil, err
+		}
+		k.CreatedAt = time.UnixMilli(created)
+		if used.Valid {
+			t := time.UnixMilli(used.Int64)
+			k.LastUsed = &t
+		}
+		if revoked.Valid {
+			t := time.UnixMilli(revoked.Int64)
+			k.RevokedAt = &t
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// RevokeOrgKey revokes one of the organisation's keys; another's is ErrNotFound.
+func (s *Service) RevokeOrgKey(ctx context.Context, orgID, id string) error {
+	res, err := s.db.Exec(ctx, "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND org_id = ? AND revoked_at IS NULL", store.NowMillis(), id, orgID)
+	if err != nil {
+		return fmt.Errorf("revoke API key: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("API key %s: %w", id, ErrNotFound)
+	}
+	return nil
 }
 
 const nsColumns = "id, org_id, name, retention_time, quota_limit, capture_raw_email, shared_org_id, created_at, updated_at"

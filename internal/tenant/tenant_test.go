@@ -100,11 +100,24 @@ func TestKeyCheckAndRevocation(t *testing.T) {
 		if code := e.do("GET", key, "/api/test", "", nil); code != 200 {
 			t.Fatalf("new key: %d", code)
 		}
+		keys, err := e.svc.ListKeys(ctx, org.ID, true) // newest first
+		if err != nil || len(keys) != 2 || keys[0].ID != id || keys[0].Label != "temp" || keys[0].LastUsed == nil || keys[0].RevokedAt != nil {
+			t.Fatalf("ListKeys = %+v, %v; want the new key, used", keys, err)
+		}
 		if err := e.svc.RevokeKey(ctx, id); err != nil {
 			t.Fatal(err)
 		}
 		if code := e.do("GET", key, "/api/test", "", nil); code != 401 {
 			t.Fatalf("revoked key: %d, want 401", code)
+		}
+		if err := e.svc.RevokeKey(ctx, id); !errors.Is(err, tenant.ErrAlreadyRevoked) {
+			t.Fatalf("second revoke: %v, want ErrAlreadyRevoked", err)
+		}
+		if err := e.svc.RevokeKey(ctx, tenant.NewID()); !errors.Is(err, tenant.ErrNotFound) {
+			t.Fatalf("revoke of an unknown id: %v, want ErrNotFound", err)
+		}
+		if keys, _ := e.svc.ListKeys(ctx, org.ID, true); keys[0].RevokedAt == nil {
+			t.Fatalf("revoked key listed as valid: %+v", keys[0])
 		}
 		var n int
 		db.QueryRow(ctx, "SELECT COUNT(*) FROM api_keys WHERE key_hash = ?", key).Scan(&n)

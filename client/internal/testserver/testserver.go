@@ -88,8 +88,9 @@ type Server struct {
 // Start runs bin serve on a fresh store: SQLite in a new data directory, or,
 // with postgresURL, a new schema of that database (made and dropped with
 // psql). hold is CATCHBOX_WAIT_HOLD. The server gets the organisation key Key
-// and the active SMS number Phone.
-func Start(bin, postgresURL string, hold time.Duration) (*Server, error) {
+// and the active SMS number Phone; env adds or overrides settings
+// (NAME=value).
+func Start(bin, postgresURL string, hold time.Duration, env ...string) (*Server, error) {
 	dataDir, err := os.MkdirTemp("", "catchbox-client-test-")
 	if err != nil {
 		return nil, err
@@ -111,7 +112,11 @@ func Start(bin, postgresURL string, hold time.Duration) (*Server, error) {
 	}
 	s.env = append(s.env, "CATCHBOX_DATA_DIR="+dataDir, "CATCHBOX_DATABASE_URL="+s.DatabaseURL,
 		"CATCHBOX_HTTP_ADDR=127.0.0.1:0", "CATCHBOX_SMTP_ADDR=127.0.0.1:0", "CATCHBOX_LOG_FORMAT=json",
-		"CATCHBOX_API_KEY="+Key, "CATCHBOX_WAIT_HOLD="+hold.String())
+		"CATCHBOX_API_KEY="+Key, "CATCHBOX_WAIT_HOLD="+hold.String(),
+		// Deliverability lookups ask a closed port on loopback: refused at once,
+		// never the network.
+		"CATCHBOX_DNS_SERVER=127.0.0.1:9")
+	s.env = append(s.env, env...)
 	if err := s.start(); err != nil {
 		s.Stop()
 		return nil, err

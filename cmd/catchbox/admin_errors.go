@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/sms"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// adminErrorJSON is how an admin command run with --json reports a failure
+// (contract section 3): one JSON object on stdout, where the script that
+// asked for JSON reads, and a non-zero exit status. code is stable, for
+// scripts to branch on; message is for people and may change.
+type adminErrorJSON struct {
+	Error   string `json:"error"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// adminErrorCodes maps what an admin command can fail with to its stable code
+// and the category (error) it falls in; the first match wins. An error none
+// matches is "failed".
+var adminErrorCodes = []struct {
+	err      error
+	code     string
+	category string
+}{
+	{errNoStore, "store_not_found", "Not Found"},
+	{tenant.ErrAlreadyRevoked, "already_revoked", "Conflict"},
+	{tenant.ErrNameTaken, "name_taken", "Conflict"},
+	{tenant.ErrNamespaceName, "invalid_argument", "Bad Request"},
+	{tenant.ErrReserved, "invalid_argument", "Bad Request"},
+	{errUsage, "invalid_argument", "Bad Request"},
+	{sms.ErrPhoneTaken, "phone_number_taken", "Conflict"},
+	{sms.ErrPhone, "invalid_argument", "Bad Request"},
+	{tenant.ErrNotFound, "not_found", "Not Found"},
+}
+
+// errUsage is a command line that cannot be parsed or names a bad value.
+var errUsage = errors.New("invalid command line")
+
+// writeAdminError writes err as the --json error object.
+func writeAdminError(w io.Writer, err error) {
+	e := adminErrorJSON{Error: "Failed", Code: "failed", Message: err.Error()}
+	for _, c := range adminErrorCodes {
+		if errors.Is(err, c.err) {
+			e.Error, e.Code = c.category, c.code
+			break
+		}
+	}
+	var fe *httpx.FieldError
+	if e.Code == "failed" && errors.As(err, &fe) {
+		e.Error, e.Code = "Bad Request", "invalid_argument"
+	}
+	b, _ := json.Marshal(e)
+	fmt.Fprintln(w, string(b))
+}

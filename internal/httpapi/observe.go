@@ -1,0 +1,76 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/metrics"
+)
+
+// observe is the access log and the HTTP metrics: one log line per request
+// (method, route pattern, status, duration, bytes, request id, key id, and
+// for a 4xx or 5xx the error code), and the request counted and timed by
+// route and status. It never logs the key, the query (which can hold search
+// terms) or a path parameter: the route pattern stands for the path.
+//
+// A 2xx or 3xx is logged at Info, a 4xx at Warn, a 5xx at Error; with
+// accessLog false only the 4xx and 5xx are logged, so that every failure can
+// still be found by the request id its answer carries.
+func observe(accessLog bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			ctx, note := httpx.WithNote(r.Context())
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r.WithContext(ctx))
+			d := time.Since(start)
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK // nothing written: net/http answers 200
+			}
+			route := "unmatched"
+			if rc := chi.RouteContext(ctx); rc != nil && rc.RoutePattern() != "" {
+				route = rc.RoutePattern()
+			}
+			metrics.HTTPRequest(route, r.Method, status, d)
+			level := slog.LevelInfo
+			switch {
+			case status >= 500:
+				level = slog.LevelError
+			case status >= 400:
+				level = slog.LevelWarn
+			case !accessLog:
+				return
+			}
+			logRequest(ctx, level, r, route, status, d, ww.BytesWritten(), note)
+		})
+	}
+}
+
+func logRequest(ctx context.Context, level slog.Level, r *http.Request, route string, status int, d time.Duration, bytes int, note *httpx.Note) {
+	if !slog.Default().Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = append(attrs,
+		slog.String("method", r.Method),
+		slog.String("route", route),
+		slog.Int("status", status),
+		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+		slog.Int("bytes", bytes),
+		slog.String("request_id", httpx.RequestID(ctx)),
+	)
+	if note.KeyID != "" {
+		attrs = append(attrs, slog.String("key_id", note.KeyID))
+	}
+	if note.Code != "" {
+		attrs = append(attrs, slog.String("code", note.Code))
+	}
+	slog.LogAttrs(ctx, level, "HTTP request", attrs...)
+}

@@ -1,0 +1,123 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// Deleting emails on request, beyond the seed: a test that wants to start from
+// an empty inbox, and the dashboard's delete and clear buttons. Both go through
+// deleteEmails, as the reaper and the quota do, so blobs, raw sources and the
+// namespace's count go with the emails; the search copies in memory notice the
+// changed count and load again (columns.go).
+
+// DeleteEmail deletes one email; ErrNotFound when there is none of that id.
+func (s *Searcher) DeleteEmail(ctx context.Context, id string) error {
+	return s.db.InTx(ctx, func(tx *store.Tx) error {
+		seqs, ids, err := selectEmails(ctx, tx, "SELECT seq, id FROM emails WHERE id = ?", id)
+		if err != nil {
+			return fmt.Errorf("find email to delete: %w", err)
+		}
+		if len(ids) == 0 {
+			return store.ErrNotFound
+		}
+		return deleteEmails(ctx, tx, seqs, ids)
+	})
+}
+
+// ClearNamespace deletes every email of the namespace, in batches of one
+// transaction each so ingest is never stalled for long, and returns how many.
+func (s *Searcher) ClearNamespace(ctx context.Context, namespaceID string) (int, error) {
+	total := 0
+	for {
+		var n int
+		err := s.db.InTx(ctx, func(tx *store.Tx) error {
+			seqs, ids, err := selectEmails(ctx, tx, "SELECT seq, id FROM emails WHERE namespace_id = ? LIMIT ?", namespaceID, reapBatch)
+			if err != nil {
+				return err
+			}
+			n = len(ids)
+			return deleteEmails(ctx, tx, seqs, ids)
+		})
+		if err != nil {
+			return total, fmt.Errorf("clear namespace: %w", err)
+		}
+		total += n
+		if n < reapBatch {
+			return total, nil
+		}
+	}
+}
+
+// Count returns the namespace's unexpired emails (read from its counts, not
+// counted row by row).
+func (s *Searcher) Count(ctx context.Context, namespaceID string) (int, error) {
+	res, err := s.Search(ctx, Query{NamespaceID: namespaceID})
+	return res.Total, err
+}
+
+// errReadOnly answers a change to a namespace shared with the request's
+// organisation: it may read the namespace, not change it.
+func errReadOnly(name string) error {
+	return httpx.Errorf(http.StatusForbidden, "namespace_read_only", "namespace %q is shared with your organisation for reading only", name)
+}
+
+// DeleteEmailHandler answers DELETE /api/emails/{emailId}: 204 once the email,
+// its attachments and raw source are gone.
+func (a *API) DeleteEmailHandler(w http.ResponseWriter, r *http.Request) error {
+	e, ns, err := a.visibleEmail(r, chi.URLParam(r, "emailId"))
+	if err != nil {
+		return err
+	}
+	if ns.OrgID != tenant.OrgFrom(r.Context()).ID {
+		return errReadOnly(ns.Name)
+	}
+	err = a.Searcher.DeleteEmail(r.Context(), e.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return httpx.NotFound("email")
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// ClearInboxHandler answers DELETE /api/emails/{namespace}/inbox: 204 once
+// every email of the namespace is gone.
+func (a *API) ClearInboxHandler(w http.ResponseWriter, r *http.Request) error {
+	ns, err := a.Tenants.NamespaceParam(r)
+	if err != nil {
+		return err
+	}
+	if ns.OrgID != tenant.OrgFrom(r.Context()).ID {
+		return errReadOnly(ns.Name)
+	}
+	if _, err := a.Searcher.ClearNamespace(r.Context(), ns.ID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// AttachmentLinks returns the email's attachments with signed download links,
+// for the dashboard's email page (which checked the email is visible).
+func (a *API) AttachmentLinks(ctx context.Context, emailID string) ([]Attachment, error) {
+	atts, err := a.Searcher.Attachments(ctx, emailID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Attachment, 0, len(atts))
+	for _, att := range atts {
+		out = append(out, a.attachmentView(att))
+	}
+	return out, nil
+}

@@ -1,0 +1,107 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/catchbox/catchbox/internal/limit"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// maxFormBytes bounds a dashboard form that carries no file.
+const maxFormBytes = 64 << 10
+
+func parseForm(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return badRequest("The form could not be read.")
+	}
+	return nil
+}
+
+// safeNext is where to go after signing in: a path of this site only, never
+// another site (an open redirect).
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || len(next) > 2000 {
+		return "/"
+	}
+	return next
+}
+
+// HomeHandler answers GET /: the namespaces of a signed-in user, else the
+// sign-in page.
+func (d *Dashboard) HomeHandler(w http.ResponseWriter, r *http.Request) error {
+	p, ok, err := d.Sessions.Authenticate(r)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return d.render(w, r, "signin", map[string]any{"Title": "Sign in", "Next": "/"})
+	}
+	if c, err := r.Cookie(orgCookie); err == nil {
+		if o, ok := p.Member(c.Value); ok {
+			p.Org = o
+		}
+	}
+	return d.namespacesPage(w, r.WithContext(tenant.WithPrincipal(r.Context(), p)))
+}
+
+// SignInPageHandler answers GET /signin.
+func (d *Dashboard) SignInPageHandler(w http.ResponseWriter, r *http.Request) error {
+	if _, ok, err := d.Sessions.Authenticate(r); err == nil && ok {
+		return redirect(w, r, safeNext(r.URL.Query().Get("next")), "")
+	}
+	return d.render(w, r, "signin", map[string]any{"Title": "Sign in", "Next": safeNext(r.URL.Query().Get("next"))})
+}
+
+// SignInHandler answers POST /signin: a new session on the right address and
+// password; the form again, with one message for either being wrong, else.
+func (d *Dashboard) SignInHandler(w http.ResponseWriter, r *http.Request) error {
+	if err := parseForm(w, r); err != nil {
+		return err
+	}
+	email, next := strings.TrimSpace(r.PostForm.Get("email")), safeNext(r.PostForm.Get("next"))
+	_, err := d.Sessions.SignIn(w, r, email, r.PostForm.Get("password"))
+	var throttled *tenant.ErrThrottled
+	switch {
+	case err == nil:
+		return redirect(w, r, next, "")
+	case errors.As(err, &throttled):
+		w.Header().Set("Retry-After", strconv.Itoa(limit.RetryAfter(throttled.Retry)))
+		w.WriteHeader(http.StatusTooManyRequests)
+		return d.render(w, r, "signin", map[string]any{"Title": "Sign in", "Next": next, "Email": email,
+			"Error": "Too many failed attempts. Try again in " + strconv.Itoa(limit.RetryAfter(throttled.Retry)) + " seconds."})
+	case errors.Is(err, tenant.ErrBadPassword):
+		w.WriteHeader(http.StatusUnauthorized)
+		return d.render(w, r, "signin", map[string]any{"Title": "Sign in", "Next": next, "Email": email,
+			"Error": "Wrong email address or password."})
+	default:
+		return err
+	}
+}
+
+// SignOutHandler answers POST /signout: the session ends here and now.
+func (d *Dashboard) SignOutHandler(w http.ResponseWriter, r *http.Request) error {
+	if err := d.Sessions.SignOut(w, r); err != nil {
+		return err
+	}
+	http.SetCookie(w, &http.Cookie{Name: orgCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	return redirect(w, r, "/signin", "You are signed out.")
+}
+
+// SwitchOrgHandler answers POST /org/switch: the dashboard shows another of the
+// user's organisations.
+func (d *Dashboard) SwitchOrgHandler(w http.ResponseWriter, r *http.Request) error {
+	if err := parseForm(w, r); err != nil {
+		return err
+	}
+	o, ok := tenant.PrincipalFrom(r.Context()).Member(r.PostForm.Get("org"))
+	if !ok {
+		return &pageError{http.StatusForbidden, "You are not a member of that organisation."}
+	}
+	http.SetCookie(w, &http.Cookie{Name: orgCookie, Value: o.ID, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: d.Sessions.Secure || r.TLS != nil})
+	return redirect(w, r, "/", "Now showing "+o.Name+".")
+}
