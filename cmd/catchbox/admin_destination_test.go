@@ -13,7 +13,7 @@ import (
 // and JSON: an operator's destination is verified at once; each
 // organisation sees its own; removing one that is not there fails.
 func TestAdminDestination(t *testing.T) {
-	a := &adminCmd{Store: config.Store{DataDir: t.TempDir()}, RetentionMax: 720 * time.Hour}
+	a := &adminCmd{Store: config.Store{DataDir: t.TempDir()}, RetentionMax: 720 * time.Hour, Create: true}
 	for _, name := range []string{"acme", "globex"} {
 		if _, err := captureStdout(t, func() error { return (&orgCreateCmd{Name: name, TOTPEnabled: true}).Run(a) }); err != nil {
 			t.Fatal(err)

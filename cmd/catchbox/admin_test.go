@@ -183,7 +183,7 @@ func TestAdminStore(t *testing.T) {
 		}
 	}
 	if err := json.Unmarshal([]byte(admin(t, dir, false, "--json", "key", "list", "--org", "acme")), &list); err != nil ||
-		len(list.Keys) != 2 || list.Keys[0].ID != key.ID || list.Keys[0].RevokedAt == "" || list.Keys[0].CreatedAt == "" || list.Keys[1].RevokedAt != "" {
+		len(list.Keys) != 2 || list.Keys[1].ID != key.ID || list.Keys[1].RevokedAt == "" || list.Keys[1].CreatedAt == "" || list.Keys[0].RevokedAt != "" {
 		t.Errorf("key list --json = %+v (%v)", list, err)
 	}
 }

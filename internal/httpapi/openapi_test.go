@@ -406,7 +406,11 @@ func isDashboardPage(route string) bool {
 			return false
 		}
 	}
-	return route != "/healthz"
+	switch route {
+	case "/healthz", "/readyz", "/metrics":
+		return false
+	}
+	return true
 }
 
 // checkRoutesDocumented fails when a route is registered but not documented, or
