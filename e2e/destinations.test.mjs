@@ -35,8 +35,9 @@ function startRelay() {
           if (line === ".") {
             inData = false;
             relayed.push(msg);
-            waiting.forEach((w) => w());
+            const woken = waiting;
             waiting = [];
+            woken.forEach((w) => w());
             msg = { rcpt: [], data: "" };
             say("250 2.0.0 queued as E2E");
           } else {
@@ -78,10 +79,20 @@ function startRelay() {
   return new Promise((resolve) => srv.listen(0, "127.0.0.1", () => resolve(srv)));
 }
 
-// nextRelayed waits for the relay's next message.
-function nextRelayed() {
-  if (relayed.length > 0) return Promise.resolve(relayed.shift());
-  return new Promise((resolve) => waiting.push(() => resolve(relayed.shift())));
+// relayedTo waits for the first message the relay accepted for rcpt (sends
+// to verified destinations go through it too, since delivery runs).
+function relayedTo(rcpt) {
+  const find = () => relayed.find((m) => m.rcpt.includes(rcpt));
+  const found = find();
+  if (found) return Promise.resolve(found);
+  return new Promise((resolve) => {
+    const check = () => {
+      const m = find();
+      if (m) resolve(m);
+      else waiting.push(check);
+    };
+    waiting.push(check);
+  });
 }
 
 async function request(method, path, body) {
@@ -130,9 +141,10 @@ test("POST /api/destinations mails a link through the relay; following it verifi
   assert.equal(res.body.data.status, "pending");
   const id = res.body.data.id;
 
-  const mail = await nextRelayed();
+  const mail = await relayedTo("partner@example.org");
   assert.equal(mail.from, "no-reply@localhost");
   assert.deepEqual(mail.rcpt, ["partner@example.org"]);
+  assert.equal(relayed.filter((m) => m.from === "no-reply@localhost").length, 1);
   assert.match(mail.data, /^Subject: Verify partner@example\.org as a Catchbox destination$/m);
   const link = mail.data.match(/http:\/\/\S+\/verify\/destinations\/\S+/)[0];
 

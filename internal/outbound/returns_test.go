@@ -338,3 +338,63 @@ func TestRecordReport(t *testing.T) {
 		}
 	})
 }
+
+// TestBounceAfterRelay follows a message through the real delivery job: the
+// relay accepts it for two recipients from the message's return path and
+// refuses a third with 550 5.1.1 (a hard bounce at once); a DSN sent back to
+// that very MAIL FROM turns one of the two from sent to bounced (the message
+// stays sent: the other succeeded); the next send records both bounced
+// addresses suppressed, and the delivery job never names them to the relay.
+func TestBounceAfterRelay(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		relay := startRelay(t)
+		e := newDeliveryEnv(t, db, relay.URL())
+		addr := e.serveSMTP()
+		e.verify(e.org.ID, "mary@example.org")
+		e.verify(e.org.ID, "joe@example.org")
+		e.verify(e.org.ID, "gone@example.org")
+		relay.Reply("gone@example.org", 550, smtp.EnhancedCode{5, 1, 1}, "No such user")
+		body := map[string]any{"to": []string{"mary@example.org", "joe@example.org"}, "cc": []string{"gone@example.org"},
+			"subject": "Your order", "text": "Thanks"}
+		s := e.send("default", body)
+		e.until(s.ID, "both sent", settled(1))
+		got := relay.Received()
+		if len(got) != 1 || got[0].From != e.svc.Outbound.Routes.ReturnPath(e.svc.Key, s.ID) {
+			t.Fatalf("relay received %+v", got)
+		}
+
+		if err := mailReturn(addr, got[0].From, sample(t, "postfix-bounce.eml", got[0].From, "mary@example.org", s.MessageID)); err != nil {
+			t.Fatalf("DSN: %v", err)
+		}
+		d := e.detail(s.ID)
+		mary, joe := recipient(t, d, "mary@example.org"), recipient(t, d, "joe@example.org")
+		if mary.Status != outbound.DeliveryBounced || mary.BounceType != "hard" || mary.At[outbound.DeliverySent].IsZero() ||
+			mary.AttemptCount != 1 || joe.Status != outbound.DeliverySent || d.Status != outbound.StatusSent {
+			t.Errorf("after the DSN: status %s, mary %+v, joe %+v", d.Status, mary, joe)
+		}
+
+		s2 := e.send("default", body)
+		d2 := e.until(s2.ID, "the second send settled", settled(1))
+		if m := recipient(t, d2, "mary@example.org"); m.Status != outbound.DeliverySuppressed || m.AttemptCount != 0 {
+			t.Errorf("mary on the second send %+v", m)
+		}
+		if j := recipient(t, d2, "joe@example.org"); j.Status != outbound.DeliverySent {
+			t.Errorf("joe on the second send %+v", j)
+		}
+		if g := recipient(t, d2, "gone@example.org"); g.Status != outbound.DeliverySuppressed || g.AttemptCount != 0 {
+			t.Errorf("gone on the second send %+v", g)
+		}
+		for _, a := range []string{"mary@example.org", "gone@example.org"} {
+			if n := relay.Rcpts(a); n != 1 {
+				t.Errorf("the relay was asked for %s %d times, want 1 (the second send suppressed it)", a, n)
+			}
+		}
+		sup, _, err := e.svc.Outbound.Store.Suppressions(context.Background(), e.org.ID, 10, 0)
+		if err != nil || len(sup) != 2 {
+			t.Errorf("suppressions %+v (%v)", sup, err)
+		}
+		if n := relay.Delivered("joe@example.org"); n != 2 {
+			t.Errorf("joe delivered %d times, want 2", n)
+		}
+	})
+}
