@@ -315,3 +315,15 @@ func setString(v url.Values, key, s string) {
 		v.Set(key, s)
 	}
 }
+
+// DeleteEmail deletes one email with its attachments and raw source at once
+// (DELETE /api/emails/{emailId}).
+func (c *Client) DeleteEmail(ctx context.Context, id string) error {
+	return c.do(ctx, request{method: http.MethodDelete, path: "/api/emails/" + seg(id)}, nil)
+}
+
+// ClearInbox deletes every email of the namespace (DELETE
+// /api/emails/{namespace}/inbox), for a test that starts from an empty inbox.
+func (c *Client) ClearInbox(ctx context.Context, namespace string) error {
+	return c.do(ctx, request{method: http.MethodDelete, path: "/api/emails/" + seg(namespace) + "/inbox"}, nil)
+}

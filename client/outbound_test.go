@@ -223,3 +223,40 @@ func containsOutbound(all []client.OutboundEmail, id string) bool {
 }
 
 func asError(err error, target **client.Error) bool { return errors.As(err, target) }
+
+// TestDeleteEmails deletes one email, then clears the inbox.
+func TestDeleteEmails(t *testing.T) {
+	eachServer(t, func(t *testing.T, s *testserver.Server, c *client.Client) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		name := uniqueNamespace(t)
+		if _, err := c.SaveNamespace(ctx, name, client.SettingsRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, subject := range []string{"one", "two", "three"} {
+			sendMail(t, s.SMTP, "app@shop.example", "me@"+name+".localhost", subject, signUpBody)
+		}
+		one, err := c.WaitForEmail(ctx, name, client.Filter{Subject: "one"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DeleteEmail(ctx, one.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Email(ctx, one.ID); client.ErrorCode(err) != "not_found" {
+			t.Errorf("Email after DeleteEmail = %v; want not_found", err)
+		}
+		if err := c.DeleteEmail(ctx, one.ID); client.ErrorCode(err) != "not_found" {
+			t.Errorf("second DeleteEmail = %v; want not_found", err)
+		}
+		if page, err := c.SearchEmails(ctx, name, client.SearchQuery{}); err != nil || page.TotalCount != 2 {
+			t.Fatalf("after one deletion: %d emails, %v", page.TotalCount, err)
+		}
+		if err := c.ClearInbox(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if page, err := c.SearchEmails(ctx, name, client.SearchQuery{}); err != nil || page.TotalCount != 0 {
+			t.Fatalf("after ClearInbox: %d emails, %v", page.TotalCount, err)
+		}
+	})
+}

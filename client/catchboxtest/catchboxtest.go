@@ -76,9 +76,9 @@ func WithRetention(d time.Duration) Option { return func(o *options) { o.retenti
 // Inbox creates a namespace for the test, named after it and unique
 // ("t-testsignup-5f2a9c1d"), so that nothing another test or an earlier run
 // sent can match its waits. The namespace keeps its mail for
-// DefaultRetention; when the test ends its settings are changed to keep
-// nothing new beyond a minute. (The API has no way to delete a namespace, so
-// the empty namespace itself stays.)
+// DefaultRetention; when the test ends its mail is deleted and its settings
+// are changed to keep anything that still arrives for a minute at most. (The
+// API has no way to delete a namespace, so the empty namespace itself stays.)
 func Inbox(t testing.TB, opts ...Option) *Namespace {
 	t.Helper()
 	o := options{retention: DefaultRetention}
@@ -99,6 +99,9 @@ func Inbox(t testing.TB, opts ...Option) *Namespace {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		o.client.SaveNamespace(ctx, name, client.SettingsRequest{RetentionTime: client.Ptr(60), QuotaLimit: client.Ptr(1)})
+		if err := o.client.ClearInbox(ctx, name); err != nil {
+			t.Logf("catchboxtest: clear namespace %s: %v", name, err)
+		}
 	})
 	domain := os.Getenv("CATCHBOX_MAIL_DOMAIN")
 	if domain == "" {

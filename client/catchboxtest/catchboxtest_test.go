@@ -127,3 +127,23 @@ func TestWaitFailsTheTest(t *testing.T) {
 		t.Errorf("Fatalf message %q", r.failed)
 	}
 }
+
+// TestInboxIsEmptiedAtCleanup runs a subtest that receives mail in its inbox,
+// and checks after the subtest ended that the mail is gone.
+func TestInboxIsEmptiedAtCleanup(t *testing.T) {
+	var name string
+	t.Run("receiver", func(t *testing.T) {
+		ns := catchboxtest.Inbox(t)
+		name = ns.Name
+		send(t, "a@"+ns.Domain, "kept until cleanup", "hello")
+		ns.WaitForEmail(client.Filter{Subject: "kept until cleanup"})
+	})
+	c, err := client.NewFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.SearchEmails(context.Background(), name, client.SearchQuery{})
+	if err != nil || page.TotalCount != 0 {
+		t.Fatalf("after the test's cleanup its namespace holds %d emails (%v); want none", page.TotalCount, err)
+	}
+}

@@ -824,9 +824,11 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 }
 
 // A queue built with the real clock takes a test's clock before Start
-// (SetClock), and Wake makes its workers look again once the test has moved
-// that clock: the scheduled job runs without a poll (an hour here) or an
-// enqueue.
+// (SetClock): a job is created at the test's time and runs once the test has
+// moved its clock past the job's run_at, and Wake makes the workers look
+// without waiting for the poll (an hour here). The test cannot tell Wake's
+// look from the enqueue's own wake-up when that one is handled after the
+// clock moved; what it proves is the clock, and that Wake does no harm.
 func TestSetClockAndWake(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		clk := newClock()

@@ -335,6 +335,15 @@ func bounceClassification(rep Reply) string {
 // are stored into their namespaces and delivered, and every event applied.
 func (d *Deliverer) record(ctx context.Context, tx *store.Tx, e Detail, a *attempt, source []byte) error {
 	if len(a.internal) > 0 {
+		// The email's row is locked first, as RecordEvent and Cancel lock it:
+		// a cancel commits before this reads the recipients, or after the
+		// deliveries are recorded.
+		if tx.Dialect() == store.Postgres {
+			var id string
+			if err := tx.QueryRow(ctx, "SELECT id FROM outbound_emails WHERE id = ? FOR UPDATE", e.ID).Scan(&id); err != nil {
+				return fmt.Errorf("lock outbound email %s: %w", e.ID, err)
+			}
+		}
 		current, err := recipients(ctx, tx, e.ID)
 		if err != nil {
 			return err

@@ -44,10 +44,10 @@ func newDeliveryEnv(t testing.TB, db *store.DB, relayURL string) *apiEnv {
 func newDeliveryEnvWith(t testing.TB, db *store.DB, relayURL string, before func(*apiEnv)) *apiEnv {
 	t.Helper()
 	e := newAPIEnvWith(t, db, func(c *config.Serve) { c.RelayURL = relayURL })
+	e.clock.now = time.Now().UTC().Truncate(time.Millisecond)
 	if before != nil {
 		before(e)
 	}
-	e.clock.now = time.Now().UTC().Truncate(time.Millisecond)
 	e.svc.Jobs.SetClock(e.clock.Now)
 	e.svc.Deliverer.Now = e.clock.Now
 	if err := e.svc.Jobs.Start(context.Background()); err != nil {
@@ -402,4 +402,69 @@ func TestDeliveryOverTLS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeliveryAfterContentExpired: a message whose built content expired
+// before its first attempt (the queue was stopped past
+// CATCHBOX_OUTBOUND_CONTENT_TTL) cannot be sent; its recipients fail, saying
+// why, and the job ends.
+func TestDeliveryAfterContentExpired(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var id string
+		e := newDeliveryEnvWith(t, db, "", func(e *apiEnv) {
+			id = e.send("default", map[string]any{"to": []string{"late@default.localhost"}, "subject": "late", "text": "x"}).ID
+			e.clock.Add(outbound.DefaultContentTTL + time.Minute)
+		})
+		d := e.until(id, "the attempt", settled(1))
+		r := recipient(t, d, "late@default.localhost")
+		if r.Status != outbound.DeliveryFailed || d.Status != outbound.StatusFailed || !strings.Contains(d.FailureReason, "content expired") {
+			t.Errorf("recipient %+v; email %s, failure_reason %q", r, d.Status, d.FailureReason)
+		}
+		if j := jobOf(t, e, id); j.State != "done" {
+			t.Errorf("job %+v: want done", j)
+		}
+	})
+}
+
+// TestCancelDuringAttempt: a cancel committed while an attempt is in the
+// middle of its relay transaction ends the recipients it names. The relay's
+// later 250 is recorded as an event and leaves the external recipient
+// cancelled; the internal one is not stored into the inbox.
+func TestCancelDuringAttempt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		relay := startRelay(t)
+		e := newDeliveryEnv(t, db, relay.URL())
+		e.verify(e.org.ID, "held@example.com")
+		release := relay.HoldRcpt()
+		defer release()
+		s := e.send("default", map[string]any{"to": []string{"held@example.com", "kept-out@default.localhost"},
+			"subject": "cancelled midway", "text": "x"})
+		deadline := time.Now().Add(60 * time.Second)
+		for relay.Rcpts("held@example.com") == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the attempt never reached the relay")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if r := e.do(e.key, "POST", "/api/emails/outbound/"+s.ID+"/cancel", nil); r.status != http.StatusOK {
+			t.Fatalf("cancel: %d %s", r.status, r.body)
+		}
+		release()
+		d := e.until(s.ID, "the attempt's results", func(d outbound.Detail) bool {
+			got := relay.Received()
+			return len(got) == 1 && hasEvent(d, outbound.EventSent, outbound.ProviderSMTP, got[0].QueueID)
+		})
+		for _, r := range d.Recipients {
+			if r.Status != outbound.DeliveryCancelled {
+				t.Errorf("recipient %s: %s, want cancelled", r.Email, r.Status)
+			}
+		}
+		if d.Status != outbound.StatusFailed {
+			t.Errorf("email status %s, want failed", d.Status)
+		}
+		found := e.do(e.key, "GET", "/api/emails/default/inbox?to_addr_prefix=kept-out@", nil)
+		if !strings.Contains(string(found.body), `"total_count":0`) {
+			t.Errorf("the cancelled internal recipient's copy was stored: %s", found.body)
+		}
+	})
 }

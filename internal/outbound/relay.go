@@ -78,7 +78,7 @@ func (r *Relay) Send(ctx context.Context, from string, rcpts []string, msg []byt
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 
-	if err := c.Mail(from, r.mailOptions(c, from, rcpts)); err != nil {
+	if err := c.Mail(from, mailOptions(c, from, rcpts, len(msg))); err != nil {
 		return deferRest("MAIL FROM", err)
 	}
 	var accepted []int
@@ -162,8 +162,8 @@ func (r *Relay) connect(ctx context.Context) (*smtp.Client, error) {
 
 // mailOptions asks for SMTPUTF8 (RFC 6531) when an address needs it and the
 // relay offers it, and gives the message's size when the relay takes SIZE.
-func (r *Relay) mailOptions(c *smtp.Client, from string, rcpts []string) *smtp.MailOptions {
-	opts := &smtp.MailOptions{}
+func mailOptions(c *smtp.Client, from string, rcpts []string, size int) *smtp.MailOptions {
+	opts := &smtp.MailOptions{Size: int64(size)} // sent only when the relay offers SIZE
 	if ok, _ := c.Extension("SMTPUTF8"); ok && !isASCII(from+strings.Join(rcpts, "")) {
 		opts.UTF8 = true
 	}

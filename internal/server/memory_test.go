@@ -61,6 +61,15 @@ func TestMemoryLimit(t *testing.T) {
 	if got := readerCacheKiB(s); got != 2048 {
 		t.Errorf("default reader cache_size %d KiB, want 2048", got)
 	}
+	// Readers map none of the file: mapped pages they touch would count in the
+	// process's resident size (docs/benchmarks.md, "Footprint").
+	var mmap int64
+	if err := s.DB.R.QueryRow("PRAGMA mmap_size").Scan(&mmap); err != nil {
+		t.Fatal(err)
+	}
+	if mmap != 0 {
+		t.Errorf("readers map %d bytes of the database, want none", mmap)
+	}
 	if got := s.Searcher.ColumnBudget(); got != 128<<20 {
 		t.Errorf("default search budget %d, want CATCHBOX_SEARCH_MEMORY_BYTES's 128 MiB", got)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -32,9 +31,13 @@ func apiCall(r *http.Request, h httpx.Handler, method, target string, params map
 		rctx.URLParams.Add(k, v)
 	}
 	ctx = context.WithValue(ctx, chi.RouteCtxKey, rctx)
-	req := httptest.NewRequestWithContext(ctx, method, target, &buf)
+	req, err := http.NewRequestWithContext(ctx, method, target, &buf)
+	if err != nil {
+		return err
+	}
+	req.RemoteAddr = r.RemoteAddr
 	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
+	rec := &recorder{header: http.Header{}, Code: http.StatusOK}
 	h.ServeHTTP(rec, req)
 	if rec.Code >= 400 {
 		var e struct {
@@ -66,4 +69,23 @@ func apiCall(r *http.Request, h httpx.Handler, method, target string, params map
 		return json.Unmarshal(rec.Body.Bytes(), out)
 	}
 	return nil
+}
+
+// recorder keeps an API handler's answer for the page.
+type recorder struct {
+	header http.Header
+	Code   int
+	Body   bytes.Buffer
+	wrote  bool
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.Code, r.wrote = code, true
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.Body.Write(b)
 }

@@ -154,6 +154,9 @@ func (d *Dashboard) UpdateSettingsHandler(w http.ResponseWriter, r *http.Request
 // inboxQuery reads the inbox page's filters: the API's search parameters,
 // with 20 emails a page unless limit says otherwise.
 func inboxQuery(r *http.Request) (inbox.Query, url.Values, error) {
+	if err := localTimes(r); err != nil {
+		return inbox.Query{}, nil, err
+	}
 	q, _, _, err := inbox.ParseSearch(r)
 	if err != nil {
 		return q, nil, err
@@ -168,6 +171,50 @@ func inboxQuery(r *http.Request) (inbox.Query, url.Values, error) {
 		}
 	}
 	return q, keep, nil
+}
+
+// localLayout is how a browser's datetime-local input writes a time.
+const localLayout = "2006-01-02T15:04"
+
+// localTimes turns from_timestamp and to_timestamp given as the form's
+// date and time (UTC, datetime-local) into the API's Unix seconds, so the
+// page's filters are the API's; Unix seconds are taken as they are.
+func localTimes(r *http.Request) error {
+	q := r.URL.Query()
+	changed := false
+	for _, k := range []string{"from_timestamp", "to_timestamp"} {
+		v := q.Get(k)
+		if !strings.Contains(v, "T") {
+			continue
+		}
+		layout := localLayout
+		if len(v) > len(localLayout) {
+			layout += ":05"
+		}
+		t, err := time.Parse(layout, v)
+		if err != nil {
+			return badRequest("%s must be a date and time, or Unix seconds.", k)
+		}
+		sec := t.Unix()
+		if k == "to_timestamp" && layout == localLayout {
+			sec += 59 // the whole minute
+		}
+		q.Set(k, strconv.FormatInt(sec, 10))
+		changed = true
+	}
+	if changed {
+		r.URL.RawQuery = q.Encode()
+	}
+	return nil
+}
+
+// localTime shows Unix seconds as the form's date and time (UTC).
+func localTime(v string) string {
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return v
+	}
+	return time.Unix(sec, 0).UTC().Format(localLayout)
 }
 
 type inboxData struct {
@@ -204,7 +251,7 @@ func (d *Dashboard) inboxData(r *http.Request) (inboxData, error) {
 	}
 	data := inboxData{Title: n.Name, Nav: "inboxes", NS: n, Owned: n.OrgID == tenant.OrgFrom(r.Context()).ID,
 		Total: res.Total, Emails: res.Emails, Filters: keep, Filtered: len(keep) > 0, Offset: q.Offset, Limit: q.Limit,
-		From: keep.Get("from_timestamp"), To: keep.Get("to_timestamp")}
+		From: localTime(keep.Get("from_timestamp")), To: localTime(keep.Get("to_timestamp"))}
 	page := func(off int) string {
 		v := url.Values{}
 		for k, vs := range keep {

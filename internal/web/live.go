@@ -20,6 +20,8 @@ const (
 	// keepAlive is how often a quiet stream sends a comment, so that proxies
 	// do not take it for dead.
 	keepAlive = 25 * time.Second
+	// degradedRecheck is how often a stream asks whether wake-ups may be lost.
+	degradedRecheck = 2 * time.Second
 )
 
 // stream sends an event named name whenever topic is published, until the
@@ -42,8 +44,21 @@ func (d *Dashboard) stream(w http.ResponseWriter, r *http.Request, topic, name s
 	defer end.Stop()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	// While cross-replica wake-ups may be lost (PostgreSQL's listener is
+	// down), the page is told to look again every few seconds instead.
+	var recheck <-chan time.Time
+	if d.Inbox != nil && d.Inbox.Degraded != nil {
+		t := time.NewTicker(degradedRecheck)
+		defer t.Stop()
+		recheck = t.C
+	}
 	for {
 		select {
+		case <-recheck:
+			if !d.Inbox.Degraded() {
+				continue
+			}
+			fmt.Fprintf(w, "event: %s\ndata: {}\n\n", name)
 		case <-r.Context().Done():
 			return nil
 		case <-end.C:

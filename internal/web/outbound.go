@@ -117,9 +117,7 @@ func (d *Dashboard) SendHandler(w http.ResponseWriter, r *http.Request) error {
 		ID string `json:"id"`
 	}
 	target := "/api/emails/send?namespace=" + url.QueryEscape(f.Get("namespace"))
-	r2 := r.Clone(r.Context())
-	r2.URL, _ = url.Parse(target)
-	if err := apiCall(r2, d.Outbound.SendEmailHandler, http.MethodPost, target, nil, body, &sent); err != nil {
+	if err := apiCall(r, d.Outbound.SendEmailHandler, http.MethodPost, target, nil, body, &sent); err != nil {
 		return err
 	}
 	return redirect(w, r, "/outbound/"+sent.ID, "Email accepted for sending.")

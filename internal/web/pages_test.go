@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bufio"
 	"context"
 	"net/http"
 	"net/url"
@@ -180,5 +181,79 @@ func TestOutboundPages(t *testing.T) {
 			t.Fatalf("bob reads alice's outbound email: %d", p.status)
 		}
 		mustLack(t, bob.get("/outbound"), "Hello from the form")
+	})
+}
+
+// A user of two organisations switches between them from the top bar; the
+// pages then act for the one chosen, and a forged choice is refused.
+func TestSwitchOrganisation(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, nil)
+		if err := e.svc.Tenants.AddMember(context.Background(), e.alice.ID, e.other.ID); err != nil {
+			t.Fatal(err)
+		}
+		b := e.browser()
+		b.signIn("alice@example.com")
+		p := b.get("/inboxes")
+		mustContain(t, p, `id="org-switch"`, `href="/inboxes/default"`)
+		mustLack(t, p, `href="/inboxes/elsewhere"`)
+		if p := b.post("/organisation/switch", url.Values{"org": {e.other.ID}}); p.status != http.StatusSeeOther {
+			t.Fatalf("switch: %d", p.status)
+		}
+		p = b.get("/inboxes")
+		mustContain(t, p, `href="/inboxes/elsewhere"`)
+		mustLack(t, p, `href="/inboxes/default"`)
+		mustContain(t, b.get("/organisation"), "<h1>other</h1>")
+		// Removed from the organisation: the pages fall back to the one left.
+		if err := e.svc.Tenants.RemoveMember(context.Background(), e.alice.ID, e.other.ID); err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, b.get("/inboxes"), `href="/inboxes/default"`)
+		if p := b.get("/inboxes/elsewhere"); p.status != http.StatusNotFound {
+			t.Fatalf("elsewhere after leaving other: %d", p.status)
+		}
+	})
+}
+
+// A number's event stream sends "sms" when the number receives a message.
+func TestSMSEvents(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, nil)
+		if _, err := e.svc.SMS.Service.AddNumber(context.Background(), e.org.ID, sms.NumberSpec{Phone: "+15550001000", Status: sms.StatusActive}); err != nil {
+			t.Fatal(err)
+		}
+		b := e.browser()
+		b.signIn("alice@example.com")
+		req, _ := http.NewRequest(http.MethodGet, e.base+"/sms/+15550001000/events", nil)
+		resp, err := b.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		r := bufio.NewReader(resp.Body)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(line, ": live") {
+				break
+			}
+		}
+		if p := b.post("/sms/+15550001000/virtual", url.Values{"from_number": {"+15550002222"}, "body": {"code 123456"}}); p.status != http.StatusSeeOther {
+			t.Fatalf("virtual SMS: %d", p.status)
+		}
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if line = strings.TrimSpace(line); line != "" {
+				if line != "event: sms" {
+					t.Fatalf("event %q", line)
+				}
+				return
+			}
+		}
 	})
 }

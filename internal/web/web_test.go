@@ -1,10 +1,13 @@
 package web_test
 
 import (
+	"bufio"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
@@ -106,6 +109,70 @@ func TestEmailBodyPolicy(t *testing.T) {
 		}
 		if csp := b.get("/inboxes").header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
 			t.Fatalf("page CSP %q", csp)
+		}
+	})
+}
+
+// The inbox's event stream sends "mail" when mail lands in the namespace
+// (subscribed before the first byte is sent, so none is missed).
+func TestInboxEvents(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, nil)
+		b := e.browser()
+		b.signIn("alice@example.com")
+		req, _ := http.NewRequest(http.MethodGet, e.base+"/inboxes/default/events", nil)
+		resp, err := b.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+			t.Fatalf("events: %d %q", resp.StatusCode, ct)
+		}
+		r := bufio.NewReader(resp.Body)
+		for { // the opening comment: the subscription is in place
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(line, ": live") {
+				break
+			}
+		}
+		e.deliver("default", mail("for default", "x"))
+		var got []string
+		for len(got) < 2 {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if line = strings.TrimSpace(line); line != "" {
+				got = append(got, line)
+			}
+		}
+		if got[0] != "event: mail" || got[1] != "data: {}" {
+			t.Fatalf("events: %q", got)
+		}
+	})
+}
+
+// The inbox's time filters take the form's date and time (UTC) or the API's
+// Unix seconds, and bound the emails as the API's search does.
+func TestInboxTimeFilter(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, nil)
+		b := e.browser()
+		b.signIn("alice@example.com")
+		e.deliver("default", mail("Arrived now", "x"))
+		now := time.Now().UTC()
+		past := now.Add(-2 * time.Hour).Format("2006-01-02T15:04")
+		future := now.Add(2 * time.Hour).Format("2006-01-02T15:04")
+		mustContain(t, b.get("/inboxes/default?from_timestamp="+past), "Arrived now", `value="`+past+`"`)
+		mustLack(t, b.get("/inboxes/default?from_timestamp="+future), "Arrived now")
+		mustLack(t, b.get("/inboxes/default?to_timestamp="+past), "Arrived now")
+		mustContain(t, b.get(fmt.Sprintf("/inboxes/default?from_timestamp=%d", now.Add(-time.Hour).Unix())), "Arrived now")
+		if p := b.get("/inboxes/default?from_timestamp=2026-13-45T99:00"); p.status != http.StatusBadRequest {
+			t.Fatalf("bad date: %d", p.status)
 		}
 	})
 }

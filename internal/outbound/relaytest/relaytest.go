@@ -61,6 +61,7 @@ type Server struct {
 	rcpts     map[string]int // RCPTs seen per address, accepted or not
 	authFails int
 	rcptDelay time.Duration
+	gate      chan struct{} // RCPTs wait for it to close; nil: none
 	notify    func(Message)
 }
 
@@ -178,6 +179,24 @@ func (s *Server) RcptDelay(d time.Duration) {
 	s.rcptDelay = d
 }
 
+// HoldRcpt makes every RCPT from now on wait until release is called, so
+// that a test can act while an attempt is in the middle of its transaction.
+func (s *Server) HoldRcpt() (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gate := make(chan struct{})
+	s.gate = gate
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.gate = nil
+			s.mu.Unlock()
+			close(gate)
+		})
+	}
+}
+
 // Notify calls fn with each message the relay accepts, before its 250, on
 // the session's goroutine and under the relay's lock: fn must not call the
 // relay's methods.
@@ -231,6 +250,11 @@ func (s *Server) replyFor(addr string) *smtp.SMTPError {
 	if d := s.rcptDelay; d > 0 {
 		s.mu.Unlock()
 		time.Sleep(d)
+		s.mu.Lock()
+	}
+	if gate := s.gate; gate != nil {
+		s.mu.Unlock()
+		<-gate
 		s.mu.Lock()
 	}
 	if r, ok := s.rcpt[addr]; ok {

@@ -70,6 +70,9 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("[data-live-rows]").forEach(live);
   document.querySelectorAll("[data-copy]").forEach(copy);
   document.querySelectorAll("[data-expires]").forEach(countdown);
+  // A page showing work under way (a deliverability report) looks again shortly.
+  document.querySelectorAll("[data-refresh]").forEach((el) =>
+    setTimeout(() => location.reload(), Number(el.dataset.refresh) * 1000));
   document.querySelectorAll("form[data-confirm]").forEach((f) =>
     f.addEventListener("submit", (e) => { if (!confirm(f.dataset.confirm)) e.preventDefault(); }));
   document.querySelectorAll("select[data-autosubmit]").forEach((s) =>
