@@ -6,6 +6,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import nodemailer from "nodemailer";
 import { MailiskClient } from "mailisk";
 import { binary, startCatchbox, startRelay } from "./harness.mjs";
 
@@ -159,16 +161,11 @@ test("a send to verified external addresses goes through the relay: sent with it
   const stamp = Date.now();
   const ok = `partner-${stamp}@example.com`;
   const bounce = `bounce-${stamp}@example.com`;
-  try {
-    for (const addr of [ok, bounce]) {
-      execFileSync(binary, ["admin", "destination", "add", addr, "--org", "default"], {
-        env: { ...process.env, CATCHBOX_DATA_DIR: server.dataDir },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-    }
-  } catch (err) {
-    t.todo(`needs catchbox admin destination add (verified destinations): ${String(err.stderr ?? err).trim().split("\n")[0]}`);
-    return;
+  for (const addr of [ok, bounce]) {
+    execFileSync(binary, ["admin", "destination", "add", addr, "--org", "default"], {
+      env: { ...process.env, CATCHBOX_DATA_DIR: server.dataDir },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
   }
   const res = await mailiskSendEmail(namespace, { to: [ok], cc: [bounce], subject: "Through the relay", text: "hello" });
   assert.equal(res.status, 202, JSON.stringify(res.body));
@@ -195,6 +192,39 @@ test("a send to verified external addresses goes through the relay: sent with it
   assert.equal(bounced.bounce_type, "hard");
   assert.deepEqual(detail.delivery_summary.sent, 1);
   assert.equal(relay.received.filter((m) => m.to.includes(bounce)).length, 0);
+
+  // Later, the recipient's mail system bounces it: a Postfix DSN sent over SMTP
+  // to the return path the relay saw as MAIL FROM, with the null sender.
+  const [host, port] = server.smtp.split(":");
+  const transport = nodemailer.createTransport({ host, port: Number(port), secure: false });
+  const dsn = readFileSync(new URL("../internal/outbound/testdata/returns/postfix-bounce.eml", import.meta.url), "utf8")
+    .replaceAll("{{RETURN_PATH}}", got.from)
+    .replaceAll("{{RCPT}}", ok)
+    .replaceAll("{{MESSAGE_ID}}", res.body.message_id)
+    .replaceAll("\n", "\r\n");
+  const forged = got.from.replace(/\.[0-9a-f]{16}@/, ".0000000000000000@");
+  await assert.rejects(transport.sendMail({ envelope: { from: "", to: [forged] }, raw: dsn }), (err) => err.responseCode === 550);
+  await transport.sendMail({ envelope: { from: "", to: [got.from] }, raw: dsn });
+  transport.close();
+  detail = (await mailiskGetOutboundEmail(res.body.id)).body;
+  const later = detail.recipients[0];
+  assert.equal(later.delivery_status, "bounced");
+  assert.equal(later.bounce_type, "hard");
+  assert.equal(later.last_enhanced_status_code, "5.1.1");
+  const event = detail.events.at(-1);
+  assert.equal(event.event_type, "bounced");
+  assert.equal(event.recipients[0].action, "failed");
+  assert.match(event.recipients[0].diagnostic_code, /^smtp; 550 5\.1\.1 /);
+
+  // Both addresses are suppressed now: the next send records them so, and
+  // nothing more reaches the relay for them.
+  const sups = await request("GET", "api/suppressions?limit=100");
+  assert.deepEqual(sups.body.data.map((x) => x.address).filter((a) => a === ok || a === bounce).sort(), [bounce, ok].sort());
+  const again = await mailiskSendEmail(namespace, { to: [ok], subject: "Again", text: "hello" });
+  assert.equal(again.status, 202);
+  const againDetail = (await mailiskGetOutboundEmail(again.body.id)).body;
+  assert.equal(againDetail.recipients[0].delivery_status, "suppressed");
+  assert.equal(againDetail.status, "failed");
 });
 
 test("mailiskReplyToEmail answers the sender, threaded; mailiskForwardEmail carries the email", async () => {

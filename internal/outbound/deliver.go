@@ -364,8 +364,34 @@ func (d *Deliverer) record(ctx context.Context, tx *store.Tx, e Detail, a *attem
 		}
 	}
 	for _, ev := range a.events {
-		if _, err := d.Store.RecordEvent(ctx, tx, e.ID, ev); err != nil {
+		recorded, err := d.Store.RecordEvent(ctx, tx, e.ID, ev)
+		if err != nil {
 			return err
+		}
+		if err := suppressHardBounces(ctx, tx, e, ev, recorded.ID, d.Store.now()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// suppressHardBounces suppresses, for the email's organisation, the address
+// of each recipient a relay's 5xx bounced hard in ev (the event recorded as
+// eventID), as a hard bounce reported later by a DSN does (RecordReport).
+func suppressHardBounces(ctx context.Context, tx *store.Tx, e Detail, ev NewEvent, eventID string, now time.Time) error {
+	if ev.Type != EventBounced {
+		return nil
+	}
+	for _, er := range ev.Recipients {
+		if er.BounceType != "hard" {
+			continue
+		}
+		for _, r := range e.Recipients {
+			if r.ID == er.RecipientID {
+				if err := suppress(ctx, tx, e.OrgID, r.Email, SuppressedBounced, eventID, now); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil

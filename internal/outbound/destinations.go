@@ -102,6 +102,9 @@ func destinationByAddress(ctx context.Context, q querier, orgID, addr string) (D
 // verified one stays as it was. created reports whether it is new.
 func (s *Store) AddVerifiedDestination(ctx context.Context, orgID, addr string) (d Destination, created bool, err error) {
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
+		if err := lockOrg(ctx, tx, orgID); err != nil {
+			return err
+		}
 		now := s.now()
 		d, err = destinationByAddress(ctx, tx, orgID, addr)
 		switch {
@@ -118,6 +121,22 @@ func (s *Store) AddVerifiedDestination(ctx context.Context, orgID, addr string) 
 		return markVerified(ctx, tx, d)
 	})
 	return d, created, err
+}
+
+// lockOrg makes the organisation's destination changes one at a time: on
+// PostgreSQL the organisation's row is locked until the commit, so that two
+// requests for one address do not both insert it, and two verification mails
+// are not both counted against the same last slot of the hour. SQLite has one
+// writer.
+func lockOrg(ctx context.Context, tx *store.Tx, orgID string) error {
+	if tx.Dialect() != store.Postgres {
+		return nil
+	}
+	var id string
+	if err := tx.QueryRow(ctx, "SELECT id FROM orgs WHERE id = ? FOR UPDATE", orgID).Scan(&id); err != nil {
+		return fmt.Errorf("lock organisation %s: %w", orgID, err)
+	}
+	return nil
 }
 
 func insertDestination(ctx context.Context, tx *store.Tx, d Destination) error {
@@ -146,6 +165,9 @@ func markVerified(ctx context.Context, tx *store.Tx, d Destination) error {
 // verification mails of the last hour are used up.
 func (s *Store) RequestDestination(ctx context.Context, q *jobs.Queue, orgID, addr string) (d Destination, queued bool, err error) {
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
+		if err := lockOrg(ctx, tx, orgID); err != nil {
+			return err
+		}
 		now := s.now()
 		d, err = destinationByAddress(ctx, tx, orgID, addr)
 		switch {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,6 +262,38 @@ func TestDestinationLimits(t *testing.T) {
 		r = e.do(e.key, "POST", "/api/destinations", map[string]any{"email": "one-too-many@example.com"})
 		if r.status != http.StatusForbidden || !strings.Contains(string(r.body), `"code":"destination_limit_reached"`) {
 			t.Errorf("past the destination limit: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// TestDestinationRequestsAtOnce: twenty requests for one new address at
+// once store one destination and send exactly the hour's allowance of
+// verification mails; the rest are 429.
+func TestDestinationRequestsAtOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newAPIEnv(t, db)
+		const n = 20
+		statuses := make(chan int, n)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses <- e.do(e.key, "POST", "/api/destinations", map[string]any{"email": "same@example.com"}).status
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		count := map[int]int{}
+		for s := range statuses {
+			count[s]++
+		}
+		if count[http.StatusAccepted] != outbound.MaxVerificationMailsPerHour || count[http.StatusTooManyRequests] != n-outbound.MaxVerificationMailsPerHour {
+			t.Errorf("statuses %v", count)
+		}
+		ds, err := e.svc.Outbound.Store.Destinations(context.Background(), e.org.ID)
+		if err != nil || len(ds) != 1 {
+			t.Errorf("%d destinations (%v)", len(ds), err)
 		}
 	})
 }

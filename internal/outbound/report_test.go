@@ -15,6 +15,12 @@ import (
 // CRLF line ends, as it travels over SMTP.
 func sample(t *testing.T, name, returnPath, rcpt, messageID string) []byte {
 	t.Helper()
+	return sampleB(t, name, returnPath, rcpt, messageID)
+}
+
+// sampleB is sample for tests and benchmarks.
+func sampleB(t testing.TB, name, returnPath, rcpt, messageID string) []byte {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "returns", name))
 	if err != nil {
 		t.Fatal(err)
@@ -74,4 +80,47 @@ func TestParseReportRefuses(t *testing.T) {
 			t.Errorf("%s: %v, want ErrNotReport", name, err)
 		}
 	}
+}
+
+// FuzzParseReport reads arbitrary messages as a return path receives them:
+// no panic, and a report it returns is within the limits (a kind, an id,
+// at most MaxReportRecipients recipients each naming an address, a feedback
+// type for a feedback report).
+func FuzzParseReport(f *testing.F) {
+	for _, name := range []string{"postfix-bounce.eml", "postfix-delayed.eml", "yahoo-arf.eml", "gmail-arf.eml", "vacation.eml"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "returns", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		rep, err := outbound.ParseReport(raw)
+		if err != nil {
+			if !errors.Is(err, outbound.ErrNotReport) {
+				t.Fatalf("error %v is not ErrNotReport", err)
+			}
+			return
+		}
+		if rep.ID == "" || len(rep.Recipients) > outbound.MaxReportRecipients || len(rep.Complained) > outbound.MaxReportRecipients {
+			t.Fatalf("report %+v", rep)
+		}
+		switch rep.Kind {
+		case outbound.ReportDSN:
+			if len(rep.Recipients) == 0 {
+				t.Fatal("a DSN without recipients")
+			}
+			for _, r := range rep.Recipients {
+				if r.Original == "" && r.Final == "" {
+					t.Fatalf("a block naming no recipient: %+v", r)
+				}
+			}
+		case outbound.ReportFeedback:
+			if rep.FeedbackType == "" {
+				t.Fatal("a feedback report without its type")
+			}
+		default:
+			t.Fatalf("kind %q", rep.Kind)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
 	"github.com/catchbox/catchbox/internal/outbound"
@@ -238,6 +239,162 @@ func TestDelayAndComplaintsOverSMTP(t *testing.T) {
 			if rc.Status != outbound.DeliveryQueued {
 				t.Errorf("other organisation's %s is %s", rc.Email, rc.Status)
 			}
+		}
+	})
+}
+
+// TestReturnPathNeedsMX: a client authenticated as a namespace may not send
+// to a return path (550 5.7.1, as for any address outside its namespace),
+// so only mail systems delivering as an MX can report on a message.
+func TestReturnPathNeedsMX(t *testing.T) {
+	e := newAPIEnv(t, storetest.Open(t, store.SQLite))
+	addr := e.serveSMTP()
+	e.verify(e.org.ID, "mary@example.org")
+	s := e.send("default", map[string]any{"to": []string{"mary@example.org"}, "subject": "Your order", "text": "x"})
+	rp := e.svc.Outbound.Routes.ReturnPath(e.svc.Key, s.ID)
+	ns, err := e.svc.Tenants.NamespaceByName(context.Background(), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Auth(sasl.NewPlainClient("", "default", e.svc.Tenants.SMTPPassword(ns))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Mail("", nil); err != nil {
+		t.Fatal(err)
+	}
+	var smtpErr *smtp.SMTPError
+	if err := c.Rcpt(rp, nil); !errors.As(err, &smtpErr) || smtpErr.Code != 550 || smtpErr.EnhancedCode != (smtp.EnhancedCode{5, 7, 1}) {
+		t.Errorf("RCPT TO a return path after AUTH: %v, want 550 5.7.1", err)
+	}
+}
+
+// TestRecordReport records reports through the store: a failed block of
+// class 4 is a soft bounce that suppresses nothing; delivered, relayed and
+// expanded are delivered events; an unknown action and an address of no
+// recipient are ignored; the address is matched without regard to case; a
+// feedback report naming nobody concerns the only external recipient, and
+// with two external recipients it concerns nobody.
+func TestRecordReport(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		em := e.create(message(e.org, "s", to("Soft@Example.org", false), to("ok@example.org", false), to("me@team.localhost", true)))
+		n, err := e.s.RecordReport(ctx, em.ID, outbound.Report{Kind: outbound.ReportDSN, ID: "r1", Recipients: []outbound.ReportRecipient{
+			{Final: "soft@example.org", Action: "failed", Status: "4.4.7", DiagnosticCode: "smtp; 451 4.4.7 queue lifetime exceeded", SMTPCode: "451"},
+			{Final: "ok@example.org", Action: "relayed"},
+			{Final: "ok@example.org", Action: "transmogrified"},
+			{Final: "stranger@example.org", Action: "failed", Status: "5.1.1"},
+		}})
+		if err != nil || n != 2 {
+			t.Fatalf("recorded %d (%v), want 2", n, err)
+		}
+		d := e.get(em.ID)
+		soft := d.Recipients[0]
+		if soft.Status != outbound.DeliveryBounced || soft.BounceType != "soft" || soft.LastSMTPCode != "451" {
+			t.Errorf("soft %+v", soft)
+		}
+		if ev := d.Events[len(d.Events)-2]; ev.Type != outbound.EventBounced || ev.Subtype != "transient" {
+			t.Errorf("soft bounce event %+v", ev)
+		}
+		if ok := d.Recipients[1]; ok.Status != outbound.DeliveryDelivered || ok.LastEventType != outbound.EventDelivered {
+			t.Errorf("relayed %+v", ok)
+		}
+		if sup, _, _ := e.s.Suppressions(ctx, e.org, 10, 0); len(sup) != 0 {
+			t.Errorf("a soft bounce suppressed %+v", sup)
+		}
+
+		// Both external recipients: an anonymous complaint names nobody.
+		anon := outbound.Report{Kind: outbound.ReportFeedback, ID: "arf1", FeedbackType: "abuse"}
+		if n, err := e.s.RecordReport(ctx, em.ID, anon); err != nil || n != 0 {
+			t.Errorf("anonymous complaint with two external recipients: %d %v", n, err)
+		}
+		one := e.create(message(e.org, "s", to("only@example.org", false), to("me@team.localhost", true)))
+		if n, err := e.s.RecordReport(ctx, one.ID, anon); err != nil || n != 1 {
+			t.Fatalf("anonymous complaint with one external recipient: %d %v", n, err)
+		}
+		if r := e.get(one.ID).Recipients[0]; r.Status != outbound.DeliveryComplained || r.ComplaintFeedbackType != "abuse" {
+			t.Errorf("only %+v", r)
+		}
+		sup, _, _ := e.s.Suppressions(ctx, e.org, 10, 0)
+		if len(sup) != 1 || sup[0].Address != "only@example.org" || sup[0].Reason != outbound.SuppressedComplained {
+			t.Errorf("suppressions %+v", sup)
+		}
+		if sup, _, _ := e.s.Suppressions(ctx, e.other, 10, 0); len(sup) != 0 {
+			t.Errorf("another organisation's suppressions %+v", sup)
+		}
+		if _, err := e.s.RecordReport(ctx, outbound.NewID(), anon); !errors.Is(err, outbound.ErrNotFound) {
+			t.Errorf("report of no email: %v", err)
+		}
+		if err := e.s.Unsuppress(ctx, e.org, "ONLY@example.org"); err != nil {
+			t.Errorf("unsuppress: %v", err)
+		}
+		if err := e.s.Unsuppress(ctx, e.org, "only@example.org"); !errors.Is(err, outbound.ErrNotFound) {
+			t.Errorf("unsuppress again: %v", err)
+		}
+	})
+}
+
+// TestBounceAfterRelay follows a message through the real delivery job: the
+// relay accepts it for two recipients from the message's return path and
+// refuses a third with 550 5.1.1 (a hard bounce at once); a DSN sent back to
+// that very MAIL FROM turns one of the two from sent to bounced (the message
+// stays sent: the other succeeded); the next send records both bounced
+// addresses suppressed, and the delivery job never names them to the relay.
+func TestBounceAfterRelay(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		relay := startRelay(t)
+		e := newDeliveryEnv(t, db, relay.URL())
+		addr := e.serveSMTP()
+		e.verify(e.org.ID, "mary@example.org")
+		e.verify(e.org.ID, "joe@example.org")
+		e.verify(e.org.ID, "gone@example.org")
+		relay.Reply("gone@example.org", 550, smtp.EnhancedCode{5, 1, 1}, "No such user")
+		body := map[string]any{"to": []string{"mary@example.org", "joe@example.org"}, "cc": []string{"gone@example.org"},
+			"subject": "Your order", "text": "Thanks"}
+		s := e.send("default", body)
+		e.until(s.ID, "both sent", settled(1))
+		got := relay.Received()
+		if len(got) != 1 || got[0].From != e.svc.Outbound.Routes.ReturnPath(e.svc.Key, s.ID) {
+			t.Fatalf("relay received %+v", got)
+		}
+
+		if err := mailReturn(addr, got[0].From, sample(t, "postfix-bounce.eml", got[0].From, "mary@example.org", s.MessageID)); err != nil {
+			t.Fatalf("DSN: %v", err)
+		}
+		d := e.detail(s.ID)
+		mary, joe := recipient(t, d, "mary@example.org"), recipient(t, d, "joe@example.org")
+		if mary.Status != outbound.DeliveryBounced || mary.BounceType != "hard" || mary.At[outbound.DeliverySent].IsZero() ||
+			mary.AttemptCount != 1 || joe.Status != outbound.DeliverySent || d.Status != outbound.StatusSent {
+			t.Errorf("after the DSN: status %s, mary %+v, joe %+v", d.Status, mary, joe)
+		}
+
+		s2 := e.send("default", body)
+		d2 := e.until(s2.ID, "the second send settled", settled(1))
+		if m := recipient(t, d2, "mary@example.org"); m.Status != outbound.DeliverySuppressed || m.AttemptCount != 0 {
+			t.Errorf("mary on the second send %+v", m)
+		}
+		if j := recipient(t, d2, "joe@example.org"); j.Status != outbound.DeliverySent {
+			t.Errorf("joe on the second send %+v", j)
+		}
+		if g := recipient(t, d2, "gone@example.org"); g.Status != outbound.DeliverySuppressed || g.AttemptCount != 0 {
+			t.Errorf("gone on the second send %+v", g)
+		}
+		for _, a := range []string{"mary@example.org", "gone@example.org"} {
+			if n := relay.Rcpts(a); n != 1 {
+				t.Errorf("the relay was asked for %s %d times, want 1 (the second send suppressed it)", a, n)
+			}
+		}
+		sup, _, err := e.svc.Outbound.Store.Suppressions(context.Background(), e.org.ID, 10, 0)
+		if err != nil || len(sup) != 2 {
+			t.Errorf("suppressions %+v (%v)", sup, err)
+		}
+		if n := relay.Delivered("joe@example.org"); n != 2 {
+			t.Errorf("joe delivered %d times, want 2", n)
 		}
 	})
 }
