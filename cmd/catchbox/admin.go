@@ -48,6 +48,21 @@ type adminEnv struct {
 	out     io.Writer
 }
 
+// openOrg opens the store and finds the organisation named name, for the
+// commands that act on one.
+func (a *adminCmd) openOrg(name string) (*adminEnv, tenant.Org, func(), error) {
+	env, done, err := a.open()
+	if err != nil {
+		return nil, tenant.Org{}, nil, err
+	}
+	o, err := env.tenants.OrgByName(env.ctx, name)
+	if err != nil {
+		done()
+		return nil, tenant.Org{}, nil, err
+	}
+	return env, o, done, nil
+}
+
 func (a *adminCmd) open() (*adminEnv, func(), error) {
 	ctx := context.Background()
 	url := a.DatabaseURLOrDefault()
@@ -262,15 +277,11 @@ type keyCreateCmd struct {
 }
 
 func (c *keyCreateCmd) Run(a *adminCmd) error {
-	env, done, err := a.open()
+	env, o, done, err := a.openOrg(c.Org)
 	if err != nil {
 		return err
 	}
 	defer done()
-	o, err := env.tenants.OrgByName(env.ctx, c.Org)
-	if err != nil {
-		return err
-	}
 	id, key, err := env.tenants.CreateKey(env.ctx, o.ID, c.Label, "")
 	if err != nil {
 		return err
@@ -308,15 +319,11 @@ type namespaceCreateCmd struct {
 }
 
 func (c *namespaceCreateCmd) Run(a *adminCmd) error {
-	env, done, err := a.open()
+	env, o, done, err := a.openOrg(c.Org)
 	if err != nil {
 		return err
 	}
 	defer done()
-	o, err := env.tenants.OrgByName(env.ctx, c.Org)
-	if err != nil {
-		return err
-	}
 	n, err := env.tenants.CreateNamespace(env.ctx, o.ID, c.Name, tenant.Settings{RetentionTime: c.Retention})
 	if errors.Is(err, tenant.ErrNameTaken) {
 		return fmt.Errorf("namespace %q already exists: %w", c.Name, tenant.ErrNameTaken)

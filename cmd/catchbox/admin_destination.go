@@ -37,15 +37,11 @@ func (c *destinationAddCmd) Run(a *adminCmd) error {
 	if err != nil {
 		return err
 	}
-	env, done, err := a.open()
+	env, o, done, err := a.openOrg(c.Org)
 	if err != nil {
 		return err
 	}
 	defer done()
-	o, err := env.tenants.OrgByName(env.ctx, c.Org)
-	if err != nil {
-		return err
-	}
 	d, created, err := outbound.NewStore(env.db).AddVerifiedDestination(env.ctx, o.ID, addr)
 	if err != nil {
 		return err
@@ -63,15 +59,11 @@ type destinationListCmd struct {
 }
 
 func (c *destinationListCmd) Run(a *adminCmd) error {
-	env, done, err := a.open()
+	env, o, done, err := a.openOrg(c.Org)
 	if err != nil {
 		return err
 	}
 	defer done()
-	o, err := env.tenants.OrgByName(env.ctx, c.Org)
-	if err != nil {
-		return err
-	}
 	ds, err := outbound.NewStore(env.db).Destinations(env.ctx, o.ID)
 	if err != nil {
 		return err
@@ -104,15 +96,11 @@ type destinationRemoveCmd struct {
 }
 
 func (c *destinationRemoveCmd) Run(a *adminCmd) error {
-	env, done, err := a.open()
+	env, o, done, err := a.openOrg(c.Org)
 	if err != nil {
 		return err
 	}
 	defer done()
-	o, err := env.tenants.OrgByName(env.ctx, c.Org)
-	if err != nil {
-		return err
-	}
 	err = outbound.NewStore(env.db).RemoveDestinationAddress(env.ctx, o.ID, c.Email)
 	if errors.Is(err, outbound.ErrNotFound) {
 		return fmt.Errorf("organisation %s has no destination %s", o.Name, c.Email)

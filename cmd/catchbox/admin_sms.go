@@ -17,15 +17,11 @@ type smsNumberAddCmd struct {
 }
 
 func (c *smsNumberAddCmd) Run(a *adminCmd) error {
-	env, done, err := a.open()
+	env, o, done, err := a.openOrg(c.Org)
 	if err != nil {
 		return err
 	}
 	defer done()
-	o, err := env.tenants.OrgByName(env.ctx, c.Org)
-	if err != nil {
-		return err
-	}
 	svc := sms.NewService(env.db, nil, 0)
 	n, err := svc.AddNumber(env.ctx, o.ID, sms.NumberSpec{Phone: c.Phone, Country: c.Country, Status: sms.Status(c.Status), IsTest: c.Test})
 	if err != nil {

@@ -51,15 +51,11 @@ type userCreateCmd struct {
 }
 
 func (c *userCreateCmd) Run(a *adminCmd) error {
-	env, done, err := a.open()
+	env, o, done, err := a.openOrg(c.Org)
 	if err != nil {
 		return err
 	}
 	defer done()
-	o, err := env.tenants.OrgByName(env.ctx, c.Org)
-	if err != nil {
-		return err
-	}
 	if u, err := env.tenants.UserByEmail(env.ctx, c.Email); err == nil {
 		if err := env.tenants.AddMember(env.ctx, u.ID, o.ID); err != nil {
 			return err
@@ -84,15 +80,11 @@ type userListCmd struct {
 }
 
 func (c *userListCmd) Run(a *adminCmd) error {
-	env, done, err := a.open()
+	env, o, done, err := a.openOrg(c.Org)
 	if err != nil {
 		return err
 	}
 	defer done()
-	o, err := env.tenants.OrgByName(env.ctx, c.Org)
-	if err != nil {
-		return err
-	}
 	ms, err := env.tenants.Members(env.ctx, o.ID)
 	if err != nil {
 		return err

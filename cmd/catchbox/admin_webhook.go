@@ -33,15 +33,11 @@ type webhookAddCmd struct {
 }
 
 func (c *webhookAddCmd) Run(a *adminCmd) error {
-	env, done, err := a.open()
+	env, o, done, err := a.openOrg(c.Org)
 	if err != nil {
 		return err
 	}
 	defer done()
-	o, err := env.tenants.OrgByName(env.ctx, c.Org)
-	if err != nil {
-		return err
-	}
 	w := env.webhooks()
 	in := webhook.Input{URL: &c.URL}
 	if c.Events != "" {
