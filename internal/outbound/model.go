@@ -179,7 +179,9 @@ type Email struct {
 	MessageID string
 	// SourceEmailID is the inbound email a reply or forward was made from.
 	SourceEmailID string
-	// ReturnPathToken names the message in its envelope sender (ReturnPath).
+	// ReturnPathToken is the random token of the first form of return paths,
+	// still stored (return_path_token is NOT NULL UNIQUE) but read by nothing:
+	// return paths are routing.Rule.ReturnPath's keyed form of the message id.
 	ReturnPathToken string
 	// HasExternal: a recipient is outside the sending namespace, so the
 	// message counts as outbound usage.
@@ -494,42 +496,6 @@ type eventRecipientJSON struct {
 // MarshalJSON writes one entry of an OutboundEvent's recipients.
 func (r EventRecipient) MarshalJSON() ([]byte, error) {
 	return marshalJSON(eventRecipientJSON(r))
-}
-
-// ReturnPathLocal starts the local part of every return path: bounce+<token>.
-const ReturnPathLocal = "bounce+"
-
-// ReturnPath is the envelope sender (MAIL FROM, RFC 5321 section 4.1.1.2) of
-// the message whose token it is: bounce+<token>@<mail domain>, on the bare
-// mail domain, which no namespace can own. Delivery status notifications
-// (RFC 3464) and feedback reports (RFC 5965) about the message are sent there.
-func ReturnPath(token, mailDomain string) string {
-	return ReturnPathLocal + token + "@" + strings.ToLower(strings.TrimSuffix(mailDomain, "."))
-}
-
-// ReturnPathToken returns the token of a return path on the mail domain, and
-// whether addr is one. The comparison ignores case: some relays fold local
-// parts, and tokens are lower case.
-func ReturnPathToken(addr, mailDomain string) (string, bool) {
-	addr = strings.ToLower(addr)
-	at := strings.LastIndexByte(addr, '@')
-	if at < 0 {
-		return "", false
-	}
-	local, domain := addr[:at], addr[at+1:]
-	if strings.TrimSuffix(domain, ".") != strings.ToLower(strings.TrimSuffix(mailDomain, ".")) {
-		return "", false
-	}
-	token, ok := strings.CutPrefix(local, ReturnPathLocal)
-	if !ok || len(token) != tokenLength {
-		return "", false
-	}
-	for _, c := range token {
-		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
-			return "", false
-		}
-	}
-	return token, true
 }
 
 // tokenLength is the length of a return-path token: 16 random bytes in

@@ -371,18 +371,6 @@ func (s *Store) ByID(ctx context.Context, id string) (Detail, error) {
 	return d, err
 }
 
-// ByReturnPath returns the email whose return-path token it is (ReturnPathToken),
-// or ErrNotFound: where a report about a message names it.
-func (s *Store) ByReturnPath(ctx context.Context, token string) (Detail, error) {
-	var d Detail
-	err := s.db.InReadTx(ctx, func(tx *store.Tx) error {
-		var err error
-		d, err = s.detail(ctx, tx, "return_path_token = ?", strings.ToLower(token))
-		return err
-	})
-	return d, err
-}
-
 // detail reads the one email matching where, with everything of its detail
 // form, in one read transaction.
 func (s *Store) detail(ctx context.Context, tx *store.Tx, where string, args ...any) (Detail, error) {

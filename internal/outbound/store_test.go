@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -75,9 +74,6 @@ func TestCreateAndGet(t *testing.T) {
 		}
 		if b, err := e.s.ByID(ctx, in.ID); err != nil || b.OrgID != e.org {
 			t.Errorf("ByID: %v %v", b.OrgID, err)
-		}
-		if b, err := e.s.ByReturnPath(ctx, strings.ToUpper(created.ReturnPathToken)); err != nil || b.ID != in.ID {
-			t.Errorf("ByReturnPath: %v %v", b.ID, err)
 		}
 		src, err := e.s.Source(ctx, in.ID)
 		if err != nil || !bytes.Equal(src, in.Source) {
@@ -284,31 +280,4 @@ func TestDeliveryEnqueuedWithTheEmail(t *testing.T) {
 			t.Errorf("usage after a rollback: %d, want 1", n)
 		}
 	})
-}
-
-func TestReturnPath(t *testing.T) {
-	tok := strings.Repeat("a", 20) + "234567"
-	addr := outbound.ReturnPath(tok, "Mail.Example.")
-	if addr != "bounce+"+tok+"@mail.example" {
-		t.Fatalf("ReturnPath: %q", addr)
-	}
-	for _, c := range []struct {
-		addr string
-		ok   bool
-	}{
-		{addr, true},
-		{strings.ToUpper(addr), true},
-		{addr + ".", true},
-		{"bounce+" + tok + "@other.example", false},
-		{"bounce+" + tok + "@ns.mail.example", false},
-		{"bounce+" + tok[1:] + "@mail.example", false},
-		{"bounce+" + tok[1:] + "1@mail.example", false},
-		{"bounces+" + tok + "@mail.example", false},
-		{"bounce+" + tok, false},
-	} {
-		got, ok := outbound.ReturnPathToken(c.addr, "mail.example")
-		if ok != c.ok || ok && got != tok {
-			t.Errorf("ReturnPathToken(%q) = %q %v, want ok %v", c.addr, got, ok, c.ok)
-		}
-	}
 }
