@@ -29,49 +29,33 @@ const hold = 200 * time.Millisecond
 // user's tests would: they are set to the SQLite server. Outside the
 // repository, with no server to build, the tests are skipped.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "catchbox-client-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin, err := testserver.Build(dir)
-	if err == testserver.ErrNoRepository {
-		fmt.Println("client tests skipped:", err)
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	binary = bin
-	stores := []string{""}
-	if pg := os.Getenv("CATCHBOX_TEST_POSTGRES_URL"); pg != "" {
-		stores = append(stores, pg)
-	}
-	for _, pg := range stores {
-		s, err := testserver.Start(bin, pg, hold)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+	testserver.Main(m, "client tests", func(bin string) (func(bool), error) {
+		binary = bin
+		stop := func(failed bool) {
+			for _, s := range servers {
+				if failed {
+					fmt.Fprintf(os.Stderr, "log of the %s server:\n%s\n", s.Name, s.Logs())
+				}
+				s.Stop()
+			}
 		}
-		defer s.Stop()
-		servers = append(servers, s)
-	}
-	os.Setenv("CATCHBOX_URL", servers[0].URL)
-	os.Setenv("CATCHBOX_API_KEY", testserver.Key)
-	os.Setenv("CATCHBOX_MAIL_DOMAIN", "localhost")
-	code := m.Run()
-	if code != 0 {
-		for _, s := range servers {
-			fmt.Fprintf(os.Stderr, "log of the %s server:\n%s\n", s.Name, s.Logs())
+		stores := []string{""}
+		if pg := os.Getenv("CATCHBOX_TEST_POSTGRES_URL"); pg != "" {
+			stores = append(stores, pg)
 		}
-	}
-	return code
+		for _, pg := range stores {
+			s, err := testserver.Start(bin, pg, hold)
+			if err != nil {
+				stop(false)
+				return nil, err
+			}
+			servers = append(servers, s)
+		}
+		os.Setenv("CATCHBOX_URL", servers[0].URL)
+		os.Setenv("CATCHBOX_API_KEY", testserver.Key)
+		os.Setenv("CATCHBOX_MAIL_DOMAIN", "localhost")
+		return stop, nil
+	})
 }
 
 // eachServer runs fn once per server, as subtests named after their stores.

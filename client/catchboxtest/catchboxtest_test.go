@@ -23,34 +23,16 @@ var server *testserver.Server
 // module and points CATCHBOX_URL and CATCHBOX_API_KEY at it, as a user's CI
 // would.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "catchboxtest-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin, err := testserver.Build(dir)
-	if err == testserver.ErrNoRepository {
-		fmt.Println("catchboxtest tests skipped:", err)
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if server, err = testserver.Start(bin, "", 200*time.Millisecond); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer server.Stop()
-	os.Setenv("CATCHBOX_URL", server.URL)
-	os.Setenv("CATCHBOX_API_KEY", testserver.Key)
-	os.Unsetenv("CATCHBOX_MAIL_DOMAIN")
-	return m.Run()
+	testserver.Main(m, "catchboxtest tests", func(bin string) (func(bool), error) {
+		var err error
+		if server, err = testserver.Start(bin, "", 200*time.Millisecond); err != nil {
+			return nil, err
+		}
+		os.Setenv("CATCHBOX_URL", server.URL)
+		os.Setenv("CATCHBOX_API_KEY", testserver.Key)
+		os.Unsetenv("CATCHBOX_MAIL_DOMAIN")
+		return func(bool) { server.Stop() }, nil
+	})
 }
 
 func send(t *testing.T, to, subject, body string) {

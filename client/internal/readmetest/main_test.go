@@ -4,7 +4,6 @@
 package signup_test
 
 import (
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -17,37 +16,18 @@ import (
 var readmeServer *testserver.Server
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "catchbox-readme-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin, err := testserver.Build(dir)
-	if err == testserver.ErrNoRepository {
-		fmt.Println("README example skipped:", err)
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	s, err := testserver.Start(bin, "", 20*time.Second)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer s.Stop()
-	readmeServer = s
-	os.Setenv("CATCHBOX_TEST_BIN", bin)
-	os.Setenv("CATCHBOX_URL", s.URL)
-	os.Setenv("CATCHBOX_API_KEY", testserver.Key)
-	os.Unsetenv("CATCHBOX_MAIL_DOMAIN")
-	return m.Run()
+	testserver.Main(m, "README example", func(bin string) (func(bool), error) {
+		s, err := testserver.Start(bin, "", 20*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		readmeServer = s
+		os.Setenv("CATCHBOX_TEST_BIN", bin)
+		os.Setenv("CATCHBOX_URL", s.URL)
+		os.Setenv("CATCHBOX_API_KEY", testserver.Key)
+		os.Unsetenv("CATCHBOX_MAIL_DOMAIN")
+		return func(bool) { s.Stop() }, nil
+	})
 }
 
 // TestREADMEShowsThisExample checks that the README's Go example is
