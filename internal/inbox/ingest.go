@@ -513,19 +513,19 @@ func insertRow(ctx context.Context, tx *store.Tx, r *row, rawIDs map[*messageByt
 		id, ok := rawIDs[r.bytes]
 		if !ok {
 			raw := r.bytes.raw
-			if err := tx.QueryRow(ctx, "INSERT INTO raw_sources (codec, size, data) VALUES (?, ?, ?) RETURNING id",
-				raw.codec, raw.size, raw.data).Scan(&id); err != nil {
+			var err error
+			if id, err = tx.Insert(ctx, "INSERT INTO raw_sources (codec, size, data) VALUES (?, ?, ?)", "id",
+				raw.codec, raw.size, raw.data); err != nil {
 				return 0, fmt.Errorf("insert raw source: %w", err)
 			}
 			rawIDs[r.bytes] = id
 		}
 		rawID = id
 	}
-	var seq int64
-	err := tx.QueryRow(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc, body, raw_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`,
+	seq, err := tx.Insert(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc, body, raw_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, "seq",
 		r.email.ID, r.namespaceID, r.receivedMs, r.expiresMs, r.fromAddr, r.email.Subject, r.size,
-		r.env.ClientIP, r.env.Helo, r.env.MailFrom, r.doc, r.bytes.body, rawID).Scan(&seq)
+		r.env.ClientIP, r.env.Helo, r.env.MailFrom, r.doc, r.bytes.body, rawID)
 	if err != nil {
 		return 0, fmt.Errorf("insert email: %w", err)
 	}

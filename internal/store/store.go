@@ -371,6 +371,25 @@ func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 	return t.tx.QueryContext(ctx, t.db.Rebind(q), args...)
 }
 
+// Insert runs an INSERT of one row and returns its id, the table's integer
+// primary key idColumn: on PostgreSQL through RETURNING, on SQLite as the last
+// inserted rowid, for which idColumn must be the table's INTEGER PRIMARY KEY.
+// On SQLite this saves the result row RETURNING would make: database/sql reads
+// it through a Rows, which watches ctx with a goroutine of its own, once for
+// every message ingest stores (docs/benchmarks.md, "Ingest after issue 20").
+func (t *Tx) Insert(ctx context.Context, q, idColumn string, args ...any) (int64, error) {
+	var id int64
+	if t.db.Dialect != SQLite {
+		err := t.QueryRow(ctx, q+" RETURNING "+idColumn, args...).Scan(&id)
+		return id, err
+	}
+	res, err := t.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
 // QueryRow runs a single-row query in the transaction.
 func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	if st := t.stmt(q); st != nil {

@@ -50,6 +50,49 @@ func TestInTxRollsBackOnError(t *testing.T) {
 	})
 }
 
+// Insert returns the id of the row it inserted on both stores, also when rows
+// were deleted in between, and the error of an insert that fails.
+func TestInsertReturnsTheNewID(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		var ids []int64
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			for i := 0; i < 3; i++ {
+				id, err := tx.Insert(ctx, "INSERT INTO raw_sources (codec, size, data) VALUES (?, ?, ?)", "id", 0, i, []byte{byte(i)})
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+				if i == 1 {
+					if _, err := tx.Exec(ctx, "DELETE FROM raw_sources WHERE id = ?", ids[0]); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range ids {
+			var size int
+			if err := db.QueryRow(ctx, "SELECT size FROM raw_sources WHERE id = ?", id).Scan(&size); i > 0 && (err != nil || size != i) {
+				t.Errorf("insert %d returned id %d: its row has size %d (%v)", i, id, size, err)
+			}
+		}
+		if ids[0] == ids[1] || ids[1] == ids[2] || ids[0] == ids[2] {
+			t.Errorf("ids %v are not distinct", ids)
+		}
+		err = db.InTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.Insert(ctx, "INSERT INTO raw_sources (codec, size) VALUES (?, ?)", "id", 0, 1)
+			return err
+		})
+		if err == nil {
+			t.Error("an insert without its NOT NULL data column succeeded")
+		}
+	})
+}
+
 // IsUniqueViolation knows a unique constraint's failure by the driver's error
 // code on both stores, through wrapping, and nothing else: not another
 // constraint's failure, nor an error that only reads like one.
