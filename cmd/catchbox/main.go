@@ -31,7 +31,8 @@ type serveCmd struct {
 }
 
 func (c *serveCmd) Run() error {
-	server.SetupLogger(c.LogFormat, os.Stderr)
+	flush := server.SetupLogger(c.LogFormat, os.Stderr)
+	defer flush()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return server.Run(ctx, c.Serve, os.Stdout, nil)

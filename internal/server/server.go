@@ -129,15 +129,19 @@ type endpoints struct {
 	smtpPort  int
 }
 
-// SetupLogger installs the process logger in the configured format.
-func SetupLogger(format string, w io.Writer) {
+// SetupLogger installs the process logger in the configured format, writing
+// to w in batches (logWriter). Call the returned function before the process
+// exits: it writes out the last batch.
+func SetupLogger(format string, w io.Writer) (flush func()) {
+	lw := newLogWriter(w)
 	var h slog.Handler
 	if format == "json" {
-		h = slog.NewJSONHandler(w, nil)
+		h = slog.NewJSONHandler(lw, nil)
 	} else {
-		h = slog.NewTextHandler(w, nil)
+		h = slog.NewTextHandler(lw, nil)
 	}
-	slog.SetDefault(slog.New(h))
+	slog.SetDefault(slog.New(levelFlusher{Handler: h, w: lw}))
+	return lw.Flush
 }
 
 // OpenStore opens and migrates the configured store.
