@@ -18,12 +18,23 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 )
 
-// Codecs of a stored blob (blobs.codec): the small format marker that lets a
-// reader tell compressed bytes from bytes stored as they are.
+// Codecs of stored bytes (blobs.codec, raw_sources.codec, the first byte of
+// emails.body): the small format marker that lets a reader tell compressed
+// bytes from bytes stored as they are.
 const (
 	codecNone = 0 // stored as received
 	codecZstd = 1 // one zstd frame
+	// codecPending marks a raw source that the SQLite ingester stored as it
+	// came, to answer the sender sooner; the compactor compresses it a moment
+	// later (compact.go). Read, it is codecNone.
+	codecPending = 2
+	// codecInRaw is an emails.body of this one byte: the email's body is stored
+	// after its raw source, in the same raw_sources content (see messageBytes).
+	codecInRaw = 3
 )
+
+// bodyInRaw is the emails.body of an email whose body follows its raw source.
+var bodyInRaw = []byte{codecInRaw}
 
 // One encoder and one decoder serve every goroutine: EncodeAll and DecodeAll are
 // safe for concurrent use and reuse their internal state, so compressing a message
@@ -114,7 +125,7 @@ func newHashedBlob(content []byte, hash string) *blob {
 // decodeBlob returns the content of stored bytes.
 func decodeBlob(codec int, data []byte) ([]byte, error) {
 	switch codec {
-	case codecNone:
+	case codecNone, codecPending:
 		return data, nil
 	case codecZstd:
 		out, err := zstdDecoder.DecodeAll(data, nil)
@@ -200,8 +211,20 @@ type storedBody struct {
 	Codes []string `json:"codes"`
 }
 
-// encodeBody returns the stored form of an email's bodies, links and codes.
+// encodeBody returns the stored form of an email's bodies, links and codes in
+// emails.body: a codec byte, then bodyJSON, packed.
 func encodeBody(sb storedBody) ([]byte, error) {
+	b, err := bodyJSON(sb)
+	if err != nil {
+		return nil, err
+	}
+	stored := pack(b)
+	return append([]byte{byte(stored.codec)}, stored.data...), nil
+}
+
+// bodyJSON returns an email's bodies, links and codes as stored: as JSON,
+// without a codec byte.
+func bodyJSON(sb storedBody) ([]byte, error) {
 	if sb.Links == nil {
 		sb.Links = []Link{}
 	}
@@ -217,8 +240,7 @@ func encodeBody(sb storedBody) ([]byte, error) {
 	if err := enc.Encode(sb); err != nil {
 		return nil, fmt.Errorf("encode email body: %w", err)
 	}
-	stored := pack(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
-	return append([]byte{byte(stored.codec)}, stored.data...), nil
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // encodeDoc returns the stored document of e: the Email without its bodies,
@@ -236,28 +258,79 @@ func encodeDoc(e Email) (string, error) {
 	return string(d), nil
 }
 
+// emailCols are the columns of emails e (and raw_sources r, joined with
+// rawJoin) that a storedEmail scans.
+const (
+	emailCols = "e.doc, e.body, r.codec, r.size, r.data"
+	// rawJoin joins the raw source of an email whose body follows it
+	// (emails.body is bodyInRaw, the only one-byte body) and no other.
+	rawJoin = " LEFT JOIN raw_sources r ON r.id = e.raw_id AND length(e.body) = 1"
+)
+
+// storedEmail is an email as read with emailCols: its document, its body and,
+// when the body follows the raw source, that source's content.
+type storedEmail struct {
+	doc      string
+	body     []byte
+	rawCodec sql.NullInt64
+	rawSize  sql.NullInt64
+	rawData  []byte
+}
+
+// dest are the scan destinations of emailCols.
+func (s *storedEmail) dest() []any {
+	return []any{&s.doc, &s.body, &s.rawCodec, &s.rawSize, &s.rawData}
+}
+
+// decode returns the Email.
+func (s *storedEmail) decode() (Email, error) {
+	if len(s.body) != 1 || s.body[0] != codecInRaw {
+		return decodeEmail(s.doc, s.body)
+	}
+	if !s.rawCodec.Valid {
+		return Email{}, errors.New("decode stored email: its body is in a raw source that is missing")
+	}
+	content, err := decodeBlob(int(s.rawCodec.Int64), s.rawData)
+	if err != nil {
+		return Email{}, fmt.Errorf("decode stored email: %w", err)
+	}
+	if s.rawSize.Int64 < 0 || s.rawSize.Int64 > int64(len(content)) {
+		return Email{}, fmt.Errorf("decode stored email: raw source of %d bytes holds %d", s.rawSize.Int64, len(content))
+	}
+	return decodeEmailJSON(s.doc, content[s.rawSize.Int64:])
+}
+
 // decodeEmail reads a stored document and body back into an Email; a nil body
 // is a row whose bodies are in doc. A row stored before links and codes were
 // read at ingest (its body has neither) gets them now.
 func decodeEmail(doc string, body []byte) (Email, error) {
-	e, err := decodeStored(doc, body)
+	if len(body) == 0 {
+		return decodeEmailJSON(doc, nil)
+	}
+	b, err := decodeBlob(int(body[0]), body[1:])
+	if err != nil {
+		return Email{}, fmt.Errorf("decode stored email body: %w", err)
+	}
+	return decodeEmailJSON(doc, b)
+}
+
+// decodeEmailJSON reads a stored document and its body's JSON (bodyJSON; nil
+// when the bodies are in doc) back into an Email.
+func decodeEmailJSON(doc string, b []byte) (Email, error) {
+	e, err := decodeStored(doc, b)
 	if err == nil && (e.Links == nil || e.Codes == nil) {
 		e.Links, e.Codes = message.Extract(e.Subject, e.Text, e.HTML)
 	}
 	return e, err
 }
 
-func decodeStored(doc string, body []byte) (Email, error) {
+func decodeStored(doc string, b []byte) (Email, error) {
 	var e Email
 	if err := json.Unmarshal([]byte(doc), &e); err != nil {
 		return Email{}, fmt.Errorf("decode stored email: %w", err)
 	}
-	if len(body) == 0 {
+	if b == nil {
 		return e, nil
-	}
-	b, err := decodeBlob(int(body[0]), body[1:])
-	if err != nil {
-		return Email{}, fmt.Errorf("decode stored email body: %w", err)
 	}
 	var sb storedBody
 	if err := json.Unmarshal(b, &sb); err != nil {

@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -24,18 +25,25 @@ func TestLinksAndCodesAreStoredWithTheBodies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var doc string
-		var body []byte
-		if err := db.QueryRow(context.Background(), "SELECT doc, body FROM emails WHERE id = ?", ids[0]).Scan(&doc, &body); err != nil {
+		var se storedEmail
+		if err := db.QueryRow(context.Background(), "SELECT "+emailCols+" FROM emails e"+rawJoin+" WHERE e.id = ?", ids[0]).Scan(se.dest()...); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(doc, "links") || strings.Contains(doc, "codes") {
-			t.Errorf("document %s", doc)
+		if strings.Contains(se.doc, "links") || strings.Contains(se.doc, "codes") {
+			t.Errorf("document %s", se.doc)
 		}
-		plain, err := decodeBlob(int(body[0]), body[1:])
+		// The body follows the raw source, which the namespace keeps.
+		if !bytes.Equal(se.body, bodyInRaw) {
+			t.Fatalf("emails.body is %q, want the marker of a body after the raw source", se.body)
+		}
+		content, err := decodeBlob(int(se.rawCodec.Int64), se.rawData)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if got := string(content[:se.rawSize.Int64]); got != raw {
+			t.Fatalf("raw source stored as %q", got)
+		}
+		plain := content[se.rawSize.Int64:]
 		var sb storedBody
 		if err := json.Unmarshal(plain, &sb); err != nil || !slices.Equal(sb.Codes, []string{"482913"}) ||
 			!slices.Equal(sb.Links, []Link{{Href: "https://app.example/confirm?t=1"}}) {

@@ -796,7 +796,7 @@ func (s *Searcher) searchColumns(ctx context.Context, q Query) (res Result, ok b
 		for i, seq := range page {
 			args[i] = seq
 		}
-		rows, err := tx.Query(ctx, "SELECT seq, doc, body FROM emails WHERE seq IN "+placeholders(len(page)), args...)
+		rows, err := tx.Query(ctx, "SELECT e.seq, "+emailCols+" FROM emails e"+rawJoin+" WHERE e.seq IN "+placeholders(len(page)), args...)
 		if err != nil {
 			return fmt.Errorf("search emails: %w", err)
 		}
@@ -804,12 +804,11 @@ func (s *Searcher) searchColumns(ctx context.Context, q Query) (res Result, ok b
 		found := make(map[int64]Email, len(page))
 		for rows.Next() {
 			var seq int64
-			var doc string
-			var body []byte
-			if err := rows.Scan(&seq, &doc, &body); err != nil {
+			var se storedEmail
+			if err := rows.Scan(append([]any{&seq}, se.dest()...)...); err != nil {
 				return fmt.Errorf("search emails: %w", err)
 			}
-			if found[seq], err = decodeEmail(doc, body); err != nil {
+			if found[seq], err = se.decode(); err != nil {
 				return err
 			}
 		}

@@ -55,40 +55,76 @@ type row struct {
 
 // messageBytes is how the bytes of one delivered message are stored, shared by the
 // rows of every namespace it was delivered to (docs/inbox.md, "Storage"). A row
-// that keeps the raw source refers to the raw blob and reads its attachments back
-// from it, so they are not stored twice; a row that does not refers to the
-// attachments' own blobs.
+// that keeps the raw source refers to the raw source's content and reads its
+// attachments back from it, so they are not stored twice; a row that does not
+// refers to the attachments' own blobs.
+//
+// The body of a small message (its raw source under smallContent) is stored
+// after the raw source, in the same content, and the rows that keep the raw
+// source say so with bodyInRaw: compressed together, the body costs almost
+// nothing, as it repeats the raw source's text. Rows that do not keep the raw
+// source, and large messages, keep the body in emails.body.
 type messageBytes struct {
-	body        []byte   // text and html, as stored in emails.body
+	body        []byte   // text and html, as stored in emails.body: for the rows that do not refer to raw
 	raw         *packed  // set when a target keeps the raw source
+	bodyInRaw   bool     // raw holds the raw source, then the body's JSON
 	attachments []*blob  // set when a target does not
 	hashes      []string // SHA-256 of each attachment's bytes
 }
 
+// rowBody is what the row r stores in emails.body.
+func (mb *messageBytes) rowBody(keepRaw bool) []byte {
+	if keepRaw && mb.bodyInRaw {
+		return bodyInRaw
+	}
+	return mb.body
+}
+
 // newMessageBytes encodes the bodies, and hashes and compresses what the targets
-// need, once per message
-// and outside the writer, so that compression runs in parallel on the senders'
-// goroutines and not in the group commit.
-func newMessageBytes(raw []byte, p parsed, targets []Target) (*messageBytes, error) {
+// need, once per message and outside the writer, so that compression runs in
+// parallel on the senders' goroutines and not in the group commit. With
+// deferSmall (SQLite) a small message's content is stored uncompressed, as
+// codecPending, and compressed after the sender has its answer (Compact).
+func newMessageBytes(raw []byte, p parsed, targets []Target, deferSmall bool) (*messageBytes, error) {
 	links, codes := extract(p.Subject, p.Text, p.HTML) // stored with the bodies they come from
-	body, err := encodeBody(storedBody{Text: p.Text, HTML: p.HTML, Links: links, Codes: codes})
+	bodyJS, err := bodyJSON(storedBody{Text: p.Text, HTML: p.HTML, Links: links, Codes: codes})
 	if err != nil {
 		return nil, err
 	}
-	mb := &messageBytes{body: body, hashes: make([]string, len(p.Attachments))}
+	mb := &messageBytes{hashes: make([]string, len(p.Attachments))}
 	for i, a := range p.Attachments {
 		mb.hashes[i] = contentHash(a.Data)
 	}
 	for _, t := range targets {
 		switch {
 		case t.Namespace.CaptureRawEmail && mb.raw == nil:
-			p := pack(raw) // raw sources are not content-addressed
-			mb.raw = &p
+			var c packed
+			if len(raw) < smallContent {
+				mb.bodyInRaw = true
+				content := make([]byte, 0, len(raw)+len(bodyJS))
+				content = append(append(content, raw...), bodyJS...)
+				if deferSmall {
+					c = packed{codec: codecPending, data: content}
+				} else {
+					c = pack(content)
+				}
+			} else {
+				c = pack(raw) // raw sources are not content-addressed
+			}
+			c.size = int64(len(raw))
+			mb.raw = &c
 		case !t.Namespace.CaptureRawEmail && mb.attachments == nil:
 			mb.attachments = make([]*blob, len(p.Attachments))
 			for i, a := range p.Attachments {
 				mb.attachments[i] = newHashedBlob(a.Data, mb.hashes[i])
 			}
+		}
+	}
+	for _, t := range targets {
+		if mb.rowBody(t.Namespace.CaptureRawEmail) == nil {
+			stored := pack(bodyJS)
+			mb.body = append([]byte{byte(stored.codec)}, stored.data...)
+			break
 		}
 	}
 	return mb, nil
@@ -117,6 +153,11 @@ type Ingester struct {
 	maxBatchBytes int64
 
 	hooks []IngestHook // run for each stored email, in its transaction (OnIngest)
+
+	// deferSmall stores small messages uncompressed for the compactor
+	// (SQLite, where the single writer sets ingest's pace).
+	deferSmall bool
+	compact    compactState
 }
 
 // NewIngester starts the ingester's writers: one on SQLite (it has one writer at a
@@ -127,7 +168,12 @@ func NewIngester(db *store.DB, n notify.Notifier) *Ingester {
 		reqs:          make(chan *batchReq, 1024),
 		maxBatchRows:  256,
 		maxBatchBytes: 64 << 20,
+		deferSmall:    db.Dialect == store.SQLite,
 	}
+	if in.deferSmall {
+		in.compact.pending.Store(1) // unknown until the first pass looks
+	}
+	in.compact.quiet, in.compact.poll, in.compact.backlog = compactQuiet, compactPoll, compactBacklog
 	writers := 1
 	if db.Dialect == store.Postgres {
 		writers = 4
@@ -160,7 +206,7 @@ func (in *Ingester) Deliver(ctx context.Context, raw []byte, env Envelope, targe
 		return nil, errors.New("deliver: no target namespace")
 	}
 	p := parseMessage(raw)
-	mb, err := newMessageBytes(raw, p, targets)
+	mb, err := newMessageBytes(raw, p, targets, in.deferSmall)
 	if err != nil {
 		return nil, err
 	}
@@ -305,6 +351,7 @@ func (in *Ingester) writeLoop(shard int) {
 			}
 			batch = in.gather([]*batchReq{first})
 		}
+		in.compact.lastActive.Store(time.Now().UnixNano())
 		batch, err := in.insert(batch, shard, settle)
 		settle() // if the transaction failed before it got there
 		if err != nil && len(batch) > 1 {
@@ -386,6 +433,9 @@ func rowsBytes(rows []*row) int64 {
 func (in *Ingester) answer(batch []*batchReq, err error) {
 	if err == nil && len(batch) > 0 {
 		in.notifier.Publish(context.Background(), topics(batch)...)
+		for _, req := range batch {
+			in.notePending(req.rows)
+		}
 	}
 	for _, req := range batch {
 		req.done <- err
@@ -525,7 +575,7 @@ func insertRow(ctx context.Context, tx *store.Tx, r *row, rawIDs map[*messageByt
 	seq, err := tx.Insert(ctx, `INSERT INTO emails (id, namespace_id, received_ms, expires_ms, from_addr, subject, size, client_ip, helo, mail_from, doc, body, raw_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, "seq",
 		r.email.ID, r.namespaceID, r.receivedMs, r.expiresMs, r.fromAddr, r.email.Subject, r.size,
-		r.env.ClientIP, r.env.Helo, r.env.MailFrom, r.doc, r.bytes.body, rawID)
+		r.env.ClientIP, r.env.Helo, r.env.MailFrom, r.doc, r.bytes.rowBody(r.keepRaw), rawID)
 	if err != nil {
 		return 0, fmt.Errorf("insert email: %w", err)
 	}

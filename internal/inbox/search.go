@@ -191,7 +191,7 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 		return res, nil
 	}
 	pageArgs := append(append([]any{}, args...), q.Limit, q.Offset)
-	rows, err := s.db.Query(ctx, "SELECT e.doc, e.body FROM emails e WHERE "+where+
+	rows, err := s.db.Query(ctx, "SELECT "+emailCols+" FROM emails e"+rawJoin+" WHERE "+where+
 		" ORDER BY e.received_ms DESC, e.seq DESC LIMIT ? OFFSET ?", pageArgs...)
 	if err != nil {
 		return Result{}, fmt.Errorf("search emails: %w", err)
@@ -227,8 +227,8 @@ func (s *Searcher) searchFiltered(ctx context.Context, q Query, where string, ar
 	args = append(append([]any{}, args...), q.Limit, q.Offset)
 	rows, err := s.db.Query(ctx, `WITH m AS MATERIALIZED (SELECT e.seq, e.received_ms FROM emails e WHERE `+where+`),
 		p AS (SELECT seq, received_ms FROM m ORDER BY received_ms DESC, seq DESC LIMIT ? OFFSET ?)
-		SELECT (SELECT COUNT(*) FROM m), e.doc, e.body
-		FROM (SELECT 1 AS one) o LEFT JOIN p ON o.one = 1 LEFT JOIN emails e ON e.seq = p.seq
+		SELECT (SELECT COUNT(*) FROM m), `+emailCols+`
+		FROM (SELECT 1 AS one) o LEFT JOIN p ON o.one = 1 LEFT JOIN emails e ON e.seq = p.seq`+rawJoin+`
 		ORDER BY p.received_ms DESC, p.seq DESC`, args...)
 	if err != nil {
 		return Result{}, fmt.Errorf("search emails: %w", err)
@@ -237,14 +237,15 @@ func (s *Searcher) searchFiltered(ctx context.Context, q Query, where string, ar
 	res := Result{Emails: make([]Email, 0, q.Limit)}
 	for rows.Next() {
 		var doc sql.NullString
-		var body []byte
-		if err := rows.Scan(&res.Total, &doc, &body); err != nil {
+		var se storedEmail
+		if err := rows.Scan(append([]any{&res.Total, &doc}, se.dest()[1:]...)...); err != nil {
 			return Result{}, fmt.Errorf("search emails: %w", err)
 		}
 		if !doc.Valid {
 			continue // the page is empty
 		}
-		e, err := decodeEmail(doc.String, body)
+		se.doc = doc.String
+		e, err := se.decode()
 		if err != nil {
 			return Result{}, err
 		}
@@ -253,18 +254,18 @@ func (s *Searcher) searchFiltered(ctx context.Context, q Query, where string, ar
 	return res, rows.Err()
 }
 
+// scanDoc reads an email selected with emailCols.
 func scanDoc(row interface{ Scan(...any) error }) (Email, error) {
-	var doc string
-	var body []byte
-	if err := row.Scan(&doc, &body); err != nil {
+	var se storedEmail
+	if err := row.Scan(se.dest()...); err != nil {
 		return Email{}, err
 	}
-	return decodeEmail(doc, body)
+	return se.decode()
 }
 
 // Latest returns the newest unexpired email of the namespace.
 func (s *Searcher) Latest(ctx context.Context, namespaceID string) (Email, error) {
-	e, err := scanDoc(s.db.QueryRow(ctx, `SELECT e.doc, e.body FROM emails e WHERE e.namespace_id = ? AND e.expires_ms > ?
+	e, err := scanDoc(s.db.QueryRow(ctx, `SELECT `+emailCols+` FROM emails e`+rawJoin+` WHERE e.namespace_id = ? AND e.expires_ms > ?
 		ORDER BY e.received_ms DESC, e.seq DESC LIMIT 1`, namespaceID, s.now().UnixMilli()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Email{}, store.ErrNotFound
@@ -282,17 +283,16 @@ type StoredEmail struct {
 // ByID returns an unexpired email by id.
 func (s *Searcher) ByID(ctx context.Context, id string) (StoredEmail, error) {
 	var se StoredEmail
-	var doc string
-	var body []byte
-	err := s.db.QueryRow(ctx, "SELECT namespace_id, expires_ms, doc, body FROM emails WHERE id = ? AND expires_ms > ?",
-		id, s.now().UnixMilli()).Scan(&se.NamespaceID, &se.ExpiresMs, &doc, &body)
+	var st storedEmail
+	err := s.db.QueryRow(ctx, "SELECT e.namespace_id, e.expires_ms, "+emailCols+" FROM emails e"+rawJoin+" WHERE e.id = ? AND e.expires_ms > ?",
+		id, s.now().UnixMilli()).Scan(append([]any{&se.NamespaceID, &se.ExpiresMs}, st.dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return StoredEmail{}, store.ErrNotFound
 	}
 	if err != nil {
 		return StoredEmail{}, fmt.Errorf("get email: %w", err)
 	}
-	if se.Email, err = decodeEmail(doc, body); err != nil {
+	if se.Email, err = st.decode(); err != nil {
 		return StoredEmail{}, err
 	}
 	return se, nil
@@ -411,15 +411,23 @@ var ErrRawNotCaptured = errors.New("raw source not captured")
 func (s *Searcher) RawMessage(ctx context.Context, emailID string) ([]byte, error) {
 	var data []byte
 	var codec int
-	err := s.db.QueryRow(ctx, `SELECT r.codec, r.data FROM emails e JOIN raw_sources r ON r.id = e.raw_id
-		WHERE e.id = ?`, emailID).Scan(&codec, &data)
+	var size int64
+	err := s.db.QueryRow(ctx, `SELECT r.codec, r.size, r.data FROM emails e JOIN raw_sources r ON r.id = e.raw_id
+		WHERE e.id = ?`, emailID).Scan(&codec, &size, &data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrRawNotCaptured
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get raw message: %w", err)
 	}
-	return decodeBlob(codec, data)
+	content, err := decodeBlob(codec, data)
+	if err != nil {
+		return nil, err
+	}
+	if size < 0 || size > int64(len(content)) {
+		return nil, fmt.Errorf("get raw message: raw source of %d bytes holds %d", size, len(content))
+	}
+	return content[:size:size], nil // a small message's body follows its raw source
 }
 
 // RawSize returns the size in bytes of the email's raw source, or
