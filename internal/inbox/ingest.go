@@ -471,8 +471,17 @@ func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) (stored 
 			slog.Error("Storing received mail failed", "messages", len(batch), "err", err)
 		}
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := context.Background()
+	if in.db.Dialect == store.Postgres {
+		// A statement that waits on the network or a lock ends here. On
+		// SQLite the single writer waits on nothing but its busy timeout, and
+		// a context that can end would cost every statement a goroutine: the
+		// driver watches the context with one to interrupt the statement
+		// (docs/benchmarks.md, "Ingest after issue 20").
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+	}
 	// The commit's latency for the metrics leaves out midway, the previous
 	// batch's fsync, which is measured as its own.
 	start, midwayTook := time.Now(), time.Duration(0)
