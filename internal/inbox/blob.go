@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/catchbox/catchbox/internal/message"
@@ -24,10 +25,7 @@ import (
 const (
 	codecNone = 0 // stored as received
 	codecZstd = 1 // one zstd frame
-	// codecPending marks a raw source that the SQLite ingester stored as it
-	// came, to answer the sender sooner; the compactor compresses it a moment
-	// later (compact.go). Read, it is codecNone.
-	codecPending = 2
+	codecS2   = 2 // one S2 block (github.com/klauspost/compress/s2)
 	// codecInRaw is an emails.body of this one byte: the email's body is stored
 	// after its raw source, in the same raw_sources content (see messageBytes).
 	codecInRaw = 3
@@ -36,21 +34,23 @@ const (
 // bodyInRaw is the emails.body of an email whose body follows its raw source.
 var bodyInRaw = []byte{codecInRaw}
 
-// One encoder and one decoder serve every goroutine: EncodeAll and DecodeAll are
-// safe for concurrent use and reuse their internal state, so compressing a message
-// costs no allocation of a new encoder.
-//
-// Content under smallContent goes through the fastest level, with a window no
-// larger than itself: on a 1 KB message and its body it took two thirds of the
-// default level's CPU time for 5 % more bytes (docs/benchmarks.md, "Footprint").
-// Larger content keeps the default level, where the ratio is worth the time.
+// One zstd encoder and one decoder serve every goroutine: EncodeAll and
+// DecodeAll are safe for concurrent use and reuse their internal state, so
+// compressing a message costs no allocation of a new encoder.
 var (
-	zstdEncoder      = mustEncoder(zstd.WithEncoderLevel(zstd.SpeedDefault))
-	zstdSmallEncoder = mustEncoder(zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(smallContent))
-	zstdDecoder      = mustDecoder()
+	zstdEncoder = mustEncoder(zstd.WithEncoderLevel(zstd.SpeedDefault))
+	zstdDecoder = mustDecoder()
 )
 
-// smallContent is the size under which content is compressed at the fastest level.
+// smallContent is the size under which content is compressed with S2 rather
+// than zstd. Compression runs on the senders' goroutines before the group
+// commit, on the same cores as everything else: under a load of 1 KB
+// messages, zstd (even at its fastest level) took about a sixth of the
+// server's CPU time and cost small-message ingest a fifth of its rate; S2
+// costs a tenth of that for about a quarter more bytes (a 1 KB message and its
+// body: 803 bytes against 638), and the database still takes less per email
+// than Mailpit's (docs/benchmarks.md, "Ingest after issue 20"). Larger content
+// is rarer, and zstd's ratio is worth its time there.
 const smallContent = 64 << 10
 
 func mustEncoder(opts ...zstd.EOption) *zstd.Encoder {
@@ -95,22 +95,24 @@ func contentHash(b []byte) string {
 // emptyContentHash is the contentHash of no bytes.
 var emptyContentHash = contentHash(nil)
 
-// minCompress is the smallest content worth compressing: below it zstd's frame
-// header and tables leave nothing saved. A 1 KB text message compresses to about
-// half, and its body as much (docs/benchmarks.md, "Footprint"); compression
-// runs on the senders' goroutines, not in the writer, whose pace sets ingest's.
+// minCompress is the smallest content worth compressing: below it the
+// formats' headers leave little saved. Compression runs on the senders'
+// goroutines, not in the writer, whose pace sets ingest's.
 const minCompress = 256
 
-// pack prepares content for storage. Content under minCompress, or that does
-// not shrink, is stored as it is.
+// pack prepares content for storage: with S2 under smallContent, zstd's
+// default level from there. Content under minCompress, or that does not
+// shrink, is stored as it is.
 func pack(content []byte) packed {
 	p := packed{codec: codecNone, size: int64(len(content)), data: nonNil(content)}
-	if len(content) >= minCompress {
-		enc := zstdEncoder
-		if len(content) < smallContent {
-			enc = zstdSmallEncoder
+	switch {
+	case len(content) < minCompress:
+	case len(content) < smallContent:
+		if z := s2.Encode(nil, content); len(z) < len(content) {
+			p.codec, p.data = codecS2, z
 		}
-		if z := enc.EncodeAll(content, make([]byte, 0, len(content)/2)); len(z) < len(content) {
+	default:
+		if z := zstdEncoder.EncodeAll(content, make([]byte, 0, len(content)/2)); len(z) < len(content) {
 			p.codec, p.data = codecZstd, z
 		}
 	}
@@ -125,8 +127,14 @@ func newHashedBlob(content []byte, hash string) *blob {
 // decodeBlob returns the content of stored bytes.
 func decodeBlob(codec int, data []byte) ([]byte, error) {
 	switch codec {
-	case codecNone, codecPending:
+	case codecNone:
 		return data, nil
+	case codecS2:
+		out, err := s2.Decode(nil, data)
+		if err != nil {
+			return nil, fmt.Errorf("decompress stored bytes: %w", err)
+		}
+		return out, nil
 	case codecZstd:
 		out, err := zstdDecoder.DecodeAll(data, nil)
 		if err != nil {

@@ -29,7 +29,7 @@ func TestQuotaLockSerializesWriters(t *testing.T) {
 			targets := []Target{{Namespace: ns, Recipients: []string{"x@quota.localhost"}}}
 			p := parseMessage(raw)
 			r := buildRow(p, raw, Envelope{}, targets[0], start.Add(time.Duration(i)*time.Second))
-			r.bytes, _ = newMessageBytes(raw, p, targets, db.Dialect == store.SQLite)
+			r.bytes, _ = newMessageBytes(raw, p, targets)
 			return r
 		}
 		store1 := func(tx *store.Tx, r *row) error {
@@ -140,7 +140,7 @@ func TestBlobSurvivesConcurrentDelete(t *testing.T) {
 		newRow := func() *row {
 			p := parseMessage(raw)
 			r := buildRow(p, raw, Envelope{}, targets[0], time.Now())
-			r.bytes, _ = newMessageBytes(raw, p, targets, db.Dialect == store.SQLite)
+			r.bytes, _ = newMessageBytes(raw, p, targets)
 			return r
 		}
 		put := func(tx *store.Tx, r *row) error {
@@ -192,7 +192,7 @@ func TestSharedRawSourceDeletedByConcurrentDeletes(t *testing.T) {
 		}
 		raw := []byte("From: a@b.c\r\nTo: x@one.localhost, x@two.localhost\r\nSubject: shared\r\n\r\nbody\r\n")
 		p := parseMessage(raw)
-		mb, err := newMessageBytes(raw, p, targets, db.Dialect == store.SQLite)
+		mb, err := newMessageBytes(raw, p, targets)
 		if err != nil {
 			t.Fatal(err)
 		}

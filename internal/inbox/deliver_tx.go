@@ -28,7 +28,7 @@ func (in *Ingester) DeliverInTx(ctx context.Context, tx *store.Tx, raw []byte, e
 		return errors.New("deliver in transaction: one id per target namespace is needed")
 	}
 	p := parseMessage(raw)
-	mb, err := newMessageBytes(raw, p, targets, in.deferSmall)
+	mb, err := newMessageBytes(raw, p, targets)
 	if err != nil {
 		return err
 	}
@@ -76,9 +76,6 @@ func (in *Ingester) DeliverInTx(ctx context.Context, tx *store.Tx, raw []byte, e
 	if err := in.notifier.Announce(ctx, tx, ts...); err != nil {
 		return err
 	}
-	tx.AfterCommit(func() {
-		in.notifier.Publish(context.Background(), ts...)
-		in.notePending(rows)
-	})
+	tx.AfterCommit(func() { in.notifier.Publish(context.Background(), ts...) })
 	return nil
 }

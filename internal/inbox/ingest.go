@@ -82,10 +82,8 @@ func (mb *messageBytes) rowBody(keepRaw bool) []byte {
 
 // newMessageBytes encodes the bodies, and hashes and compresses what the targets
 // need, once per message and outside the writer, so that compression runs in
-// parallel on the senders' goroutines and not in the group commit. With
-// deferSmall (SQLite) a small message's content is stored uncompressed, as
-// codecPending, and compressed after the sender has its answer (Compact).
-func newMessageBytes(raw []byte, p parsed, targets []Target, deferSmall bool) (*messageBytes, error) {
+// parallel on the senders' goroutines and not in the group commit.
+func newMessageBytes(raw []byte, p parsed, targets []Target) (*messageBytes, error) {
 	links, codes := extract(p.Subject, p.Text, p.HTML) // stored with the bodies they come from
 	bodyJS, err := bodyJSON(storedBody{Text: p.Text, HTML: p.HTML, Links: links, Codes: codes})
 	if err != nil {
@@ -102,12 +100,7 @@ func newMessageBytes(raw []byte, p parsed, targets []Target, deferSmall bool) (*
 			if len(raw) < smallContent {
 				mb.bodyInRaw = true
 				content := make([]byte, 0, len(raw)+len(bodyJS))
-				content = append(append(content, raw...), bodyJS...)
-				if deferSmall {
-					c = packed{codec: codecPending, data: content}
-				} else {
-					c = pack(content)
-				}
+				c = pack(append(append(content, raw...), bodyJS...))
 			} else {
 				c = pack(raw) // raw sources are not content-addressed
 			}
@@ -153,11 +146,6 @@ type Ingester struct {
 	maxBatchBytes int64
 
 	hooks []IngestHook // run for each stored email, in its transaction (OnIngest)
-
-	// deferSmall stores small messages uncompressed for the compactor
-	// (SQLite, where the single writer sets ingest's pace).
-	deferSmall bool
-	compact    compactState
 }
 
 // NewIngester starts the ingester's writers: one on SQLite (it has one writer at a
@@ -168,12 +156,7 @@ func NewIngester(db *store.DB, n notify.Notifier) *Ingester {
 		reqs:          make(chan *batchReq, 1024),
 		maxBatchRows:  256,
 		maxBatchBytes: 64 << 20,
-		deferSmall:    db.Dialect == store.SQLite,
 	}
-	if in.deferSmall {
-		in.compact.pending.Store(1) // unknown until the first pass looks
-	}
-	in.compact.quiet, in.compact.poll, in.compact.backlog = compactQuiet, compactPoll, compactBacklog
 	writers := 1
 	if db.Dialect == store.Postgres {
 		writers = 4
@@ -206,7 +189,7 @@ func (in *Ingester) Deliver(ctx context.Context, raw []byte, env Envelope, targe
 		return nil, errors.New("deliver: no target namespace")
 	}
 	p := parseMessage(raw)
-	mb, err := newMessageBytes(raw, p, targets, in.deferSmall)
+	mb, err := newMessageBytes(raw, p, targets)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +334,6 @@ func (in *Ingester) writeLoop(shard int) {
 			}
 			batch = in.gather([]*batchReq{first})
 		}
-		in.compact.lastActive.Store(time.Now().UnixNano())
 		batch, err := in.insert(batch, shard, settle)
 		settle() // if the transaction failed before it got there
 		if err != nil && len(batch) > 1 {
@@ -433,9 +415,6 @@ func rowsBytes(rows []*row) int64 {
 func (in *Ingester) answer(batch []*batchReq, err error) {
 	if err == nil && len(batch) > 0 {
 		in.notifier.Publish(context.Background(), topics(batch)...)
-		for _, req := range batch {
-			in.notePending(req.rows)
-		}
 	}
 	for _, req := range batch {
 		req.done <- err

@@ -30,7 +30,7 @@ func TestRawSourcesMigrated(t *testing.T) {
 			"none-d":   nil, // not captured
 		}
 		shared := newHashedBlob(raws["blob-a"], contentHash(raws["blob-a"]))
-		if shared.codec != codecZstd {
+		if shared.codec == codecNone {
 			t.Fatal("test blob not compressed")
 		}
 		now := time.Now().UnixMilli()

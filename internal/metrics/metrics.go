@@ -73,20 +73,6 @@ var (
 		Buckets: latencyBuckets,
 	})
 
-	compacted = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "catchbox_compacted_raw_sources_total",
-		Help: "SQLite: small messages (raw source and body) compressed after they were stored.",
-	})
-	compactBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "catchbox_compaction_seconds",
-		Help:    "SQLite: time of one compaction transaction (up to 64 messages moved to their compressed copy).",
-		Buckets: latencyBuckets,
-	})
-	compactPending = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "catchbox_compaction_pending_bytes",
-		Help: "SQLite: bytes of small messages stored uncompressed and not compressed yet (an estimate; 1 until the first pass after a start has looked).",
-	})
-
 	heldWaits = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "catchbox_held_waits",
 		Help: "wait=true requests being held now.",
@@ -109,7 +95,7 @@ var (
 
 func init() {
 	Registry.MustRegister(httpRequests, httpDuration, smtpSessions, smtpMessages,
-		ingestBatch, ingestCommit, ingestSync, compacted, compactBatch, compactPending, heldWaits, wakeLatency, holdOutcomes, jobOutcomes,
+		ingestBatch, ingestCommit, ingestSync, heldWaits, wakeLatency, holdOutcomes, jobOutcomes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
@@ -149,21 +135,6 @@ func IngestCommit(n int, d time.Duration) {
 func IngestSync(d time.Duration) {
 	if on.Load() {
 		ingestSync.Observe(d.Seconds())
-	}
-}
-
-// Compacted records one compaction transaction that compressed n messages.
-func Compacted(n int, d time.Duration) {
-	if on.Load() {
-		compacted.Add(float64(n))
-		compactBatch.Observe(d.Seconds())
-	}
-}
-
-// CompactionPending sets the bytes waiting for compaction.
-func CompactionPending(bytes int64) {
-	if on.Load() {
-		compactPending.Set(float64(bytes))
 	}
 }
 

@@ -359,9 +359,6 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		s.every("device-expiry", s.TOTP.AnnounceExpired),
 		{Name: "webhook-watch", Run: s.Webhooks.Watch},
 	}
-	if db.Dialect == store.SQLite {
-		s.Workers = append(s.Workers, Worker{Name: "compactor", Run: s.Ingester.RunCompactor})
-	}
 	return s, nil
 }
 
