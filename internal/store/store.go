@@ -157,8 +157,11 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	pragmas := "_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMs) + ")&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)"
 	// The writer never checkpoints by itself (wal_autocheckpoint(0)): done by
 	// the committing connection, checkpoints would stall ingest, and with
-	// synchronous(OFF) they would not be durable; maintainWAL runs them.
-	writerPragmas := "_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMs) + ")&_pragma=foreign_keys(1)&_pragma=synchronous(OFF)&_pragma=wal_autocheckpoint(0)"
+	// synchronous(OFF) they would not be durable; maintainWAL runs them. A WAL
+	// that outgrew its working size before a restart could happen is cut back
+	// to it by the first commit after the restart (journal_size_limit).
+	writerPragmas := "_pragma=busy_timeout(" + strconv.Itoa(busyTimeoutMs) + ")&_pragma=foreign_keys(1)&_pragma=synchronous(OFF)&_pragma=wal_autocheckpoint(0)" +
+		"&_pragma=journal_size_limit(" + strconv.Itoa(walPreallocBytes) + ")"
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + writerPragmas + "&_pragma=journal_mode(WAL)&_txlock=immediate"
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {

@@ -29,7 +29,12 @@ import (
 // (walCheckpointPages) or the writer has gone quiet; a PASSIVE checkpoint never
 // blocks the writer. Checkpointing less often than after every commit lets one
 // copy of a page that many commits rewrote (index leaves, counters) stand for
-// all of them.
+// all of them. A small message writes about 24 KiB of frames (its commit's
+// share of the pages it rewrote), so at 40 MiB a burst of about 1,700 of them
+// passes without a checkpoint, whose copying and syncing would compete with
+// ingest for the cores and the disk; its checkpoint comes when the writer
+// goes quiet. At 16 MiB, small-message ingest was 0.9 times as fast
+// (docs/benchmarks.md, "Ingest after issue 20").
 //
 // A WAL that has been checkpointed can be reused from its first frame only
 // when no transaction is writing. Under steady ingest the writer almost always
@@ -38,12 +43,15 @@ import (
 // writer's own connection, made durable like every other checkpoint, that has
 // little left to copy because a PASSIVE checkpoint has just run. If readers
 // still use the old frames it gives up quickly and is asked again later; the
-// WAL meanwhile grows past its preallocated size, which only costs speed.
+// WAL meanwhile grows past its preallocated size, which only costs speed, and
+// a fast writer can outrun the checkpoint the same way. The first commit after
+// the restart cuts the file back to walPreallocBytes (the writer's
+// journal_size_limit).
 const (
 	walPageBytes       = 4096
 	walPreallocBytes   = 64 << 20 // the WAL's working size, written once at open
-	walCheckpointPages = 4096     // ~16 MiB waiting: copy into the database file
-	walRestartPages    = 8192     // ~32 MiB used: restart the WAL from its start
+	walCheckpointPages = 10240    // ~40 MiB waiting: copy into the database file
+	walRestartPages    = 12288    // ~48 MiB used: restart the WAL from its start
 	walTruncatePages   = 65536    // ~256 MiB: restarts keep failing; truncate it
 	walRestartBusy     = 100      // ms the writer waits for readers when restarting
 
