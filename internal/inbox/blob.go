@@ -34,24 +34,35 @@ const (
 // bodyInRaw is the emails.body of an email whose body follows its raw source.
 var bodyInRaw = []byte{codecInRaw}
 
-// One zstd encoder and one decoder serve every goroutine: EncodeAll and
-// DecodeAll are safe for concurrent use and reuse their internal state, so
+// One zstd encoder per level and one decoder serve every goroutine: EncodeAll
+// and DecodeAll are safe for concurrent use and reuse their internal state, so
 // compressing a message costs no allocation of a new encoder.
+//
+// Content under smallContent goes through the fastest level, with a window no
+// larger than itself: on a 1 KB message and its body it took two thirds of the
+// default level's CPU time for 5 % more bytes (docs/benchmarks.md, "Footprint").
+// Larger content keeps the default level, where the ratio is worth the time.
 var (
-	zstdEncoder = mustEncoder(zstd.WithEncoderLevel(zstd.SpeedDefault))
-	zstdDecoder = mustDecoder()
+	zstdEncoder      = mustEncoder(zstd.WithEncoderLevel(zstd.SpeedDefault))
+	zstdSmallEncoder = mustEncoder(zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(smallContent))
+	zstdDecoder      = mustDecoder()
 )
 
-// smallContent is the size under which content is compressed with S2 rather
-// than zstd. Compression runs on the senders' goroutines before the group
-// commit, on the same cores as everything else: under a load of 1 KB
-// messages, zstd (even at its fastest level) took about a sixth of the
-// server's CPU time and cost small-message ingest a fifth of its rate; S2
-// costs a tenth of that for about a quarter more bytes (a 1 KB message and its
-// body: 803 bytes against 638), and the database still takes less per email
-// than Mailpit's (docs/benchmarks.md, "Ingest after issue 20"). Larger content
-// is rarer, and zstd's ratio is worth its time there.
+// smallContent is the size under which content is compressed at zstd's
+// fastest level.
 const smallContent = 64 << 10
+
+// s2Content is the size under which content is compressed with S2 rather than
+// zstd. Compression runs on the senders' goroutines before the group commit,
+// on the same cores as everything else: under a load of 1 KB messages, zstd
+// (even at its fastest level) took about a sixth of the server's CPU time and
+// cost small-message ingest a fifth of its rate; S2 costs a tenth of that, for
+// about a quarter more bytes (a 1 KB message and its body: 803 bytes against
+// 638), and the database still takes less per email than Mailpit's
+// (docs/benchmarks.md, "Ingest after issue 20"). Above it zstd's entropy
+// coding is worth its time: S2, which has none, left a 30 KiB attachment's
+// base64 a third larger.
+const s2Content = 16 << 10
 
 func mustEncoder(opts ...zstd.EOption) *zstd.Encoder {
 	e, err := zstd.NewWriter(nil, opts...)
@@ -100,19 +111,23 @@ var emptyContentHash = contentHash(nil)
 // goroutines, not in the writer, whose pace sets ingest's.
 const minCompress = 256
 
-// pack prepares content for storage: with S2 under smallContent, zstd's
-// default level from there. Content under minCompress, or that does not
-// shrink, is stored as it is.
+// pack prepares content for storage: with S2 under s2Content, zstd's fastest
+// level under smallContent, zstd's default level from there. Content under
+// minCompress, or that does not shrink, is stored as it is.
 func pack(content []byte) packed {
 	p := packed{codec: codecNone, size: int64(len(content)), data: nonNil(content)}
 	switch {
 	case len(content) < minCompress:
-	case len(content) < smallContent:
+	case len(content) < s2Content:
 		if z := s2.Encode(nil, content); len(z) < len(content) {
 			p.codec, p.data = codecS2, z
 		}
 	default:
-		if z := zstdEncoder.EncodeAll(content, make([]byte, 0, len(content)/2)); len(z) < len(content) {
+		enc := zstdEncoder
+		if len(content) < smallContent {
+			enc = zstdSmallEncoder
+		}
+		if z := enc.EncodeAll(content, make([]byte, 0, len(content)/2)); len(z) < len(content) {
 			p.codec, p.data = codecZstd, z
 		}
 	}

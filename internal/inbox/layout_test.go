@@ -88,7 +88,7 @@ func TestSmallBodiesFollowTheirRawSource(t *testing.T) {
 			for i, id := range ids {
 				codec := byte(codecInRaw)
 				switch {
-				case len(raw) >= smallContent:
+				case len(raw) >= s2Content:
 					codec = codecZstd // in its row, and as large as the raw source
 				case !targets[i].Namespace.CaptureRawEmail:
 					codec = codecS2
