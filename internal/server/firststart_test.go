@@ -7,7 +7,6 @@ import (
 	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/catchbox/catchbox/internal/server"
@@ -25,22 +24,7 @@ func captureLog(t *testing.T) *syncBuffer {
 }
 
 // syncBuffer is a bytes.Buffer safe for the goroutines that log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = server.SyncBuffer
 
 // TestFirstStartBindsFirst checks that a first start whose port is taken
 // fails before it creates anything, so the key it would print is not lost:

@@ -9,19 +9,20 @@ import (
 	"time"
 )
 
-// syncBuffer is a bytes.Buffer safe for the flush timer's goroutine.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for concurrent writers (the log's
+// goroutines, the flush timer); the package's external tests use it too.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -30,7 +31,7 @@ func (s *syncBuffer) String() string {
 // Info lines wait for their batch; a warning writes itself and every line
 // before it at once; Flush writes the rest; each line is written whole, once.
 func TestLogWriterBatchesUntilAWarning(t *testing.T) {
-	var out syncBuffer
+	var out SyncBuffer
 	lw := newLogWriter(&out)
 	lw.delay = time.Hour // only a warning, the size or Flush writes
 	log := slog.New(levelFlusher{Handler: slog.NewTextHandler(lw, nil), w: lw}).With("component", "test")
@@ -60,7 +61,7 @@ func TestLogWriterBatchesUntilAWarning(t *testing.T) {
 // A batch is written when it reaches logBatchBytes, and otherwise after the
 // delay without anyone calling Flush.
 func TestLogWriterWritesFullBatchesAndLateOnes(t *testing.T) {
-	var out syncBuffer
+	var out SyncBuffer
 	lw := newLogWriter(&out)
 	lw.delay = time.Hour
 	line := strings.Repeat("x", 1023) + "\n"
@@ -71,7 +72,7 @@ func TestLogWriterWritesFullBatchesAndLateOnes(t *testing.T) {
 		t.Fatalf("a full batch wrote %d bytes, want %d", n, logBatchBytes)
 	}
 
-	late := &syncBuffer{}
+	late := &SyncBuffer{}
 	lw = newLogWriter(late)
 	lw.delay = 20 * time.Millisecond
 	lw.Write([]byte("late\n"))
