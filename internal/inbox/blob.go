@@ -234,15 +234,11 @@ type storedBody struct {
 	Codes []string `json:"codes"`
 }
 
-// encodeBody returns the stored form of an email's bodies, links and codes in
-// emails.body: a codec byte, then bodyJSON, packed.
-func encodeBody(sb storedBody) ([]byte, error) {
-	b, err := bodyJSON(sb)
-	if err != nil {
-		return nil, err
-	}
-	stored := pack(b)
-	return append([]byte{byte(stored.codec)}, stored.data...), nil
+// packBody returns an email's bodies, links and codes (bodyJSON) as stored in
+// emails.body: a codec byte, then the JSON, packed.
+func packBody(js []byte) []byte {
+	stored := pack(js)
+	return append([]byte{byte(stored.codec)}, stored.data...)
 }
 
 // bodyJSON returns an email's bodies, links and codes as stored: as JSON,
@@ -313,14 +309,25 @@ func (s *storedEmail) decode() (Email, error) {
 	if !s.rawCodec.Valid {
 		return Email{}, errors.New("decode stored email: its body is in a raw source that is missing")
 	}
-	content, err := decodeBlob(int(s.rawCodec.Int64), s.rawData)
+	_, body, err := splitRaw(int(s.rawCodec.Int64), s.rawSize.Int64, s.rawData)
 	if err != nil {
 		return Email{}, fmt.Errorf("decode stored email: %w", err)
 	}
-	if s.rawSize.Int64 < 0 || s.rawSize.Int64 > int64(len(content)) {
-		return Email{}, fmt.Errorf("decode stored email: raw source of %d bytes holds %d", s.rawSize.Int64, len(content))
+	return decodeEmailJSON(s.doc, body)
+}
+
+// splitRaw decodes a raw_sources content stored with codec, whose raw source
+// is its first size bytes, into the raw source and what follows it: a small
+// message's body, or nothing.
+func splitRaw(codec int, size int64, data []byte) (raw, after []byte, err error) {
+	content, err := decodeBlob(codec, data)
+	if err != nil {
+		return nil, nil, err
 	}
-	return decodeEmailJSON(s.doc, content[s.rawSize.Int64:])
+	if size < 0 || size > int64(len(content)) {
+		return nil, nil, fmt.Errorf("raw source of %d bytes holds %d", size, len(content))
+	}
+	return content[:size:size], content[size:], nil
 }
 
 // decodeEmail reads a stored document and body back into an Email; a nil body

@@ -75,10 +75,10 @@ func TestDecodeEmailReadsOlderRows(t *testing.T) {
 	check("body without links", e, err, wantLinks, []string{"482913"})
 
 	// A row read at ingest keeps what ingest read, [] included.
-	body, err := encodeBody(storedBody{Text: text})
+	js, err := bodyJSON(storedBody{Text: text})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err = decodeEmail(`{"id":"x","subject":"Welcome"}`, body)
+	e, err = decodeEmail(`{"id":"x","subject":"Welcome"}`, packBody(js))
 	check("body read at ingest", e, err, []Link{}, []string{})
 }

@@ -117,8 +117,7 @@ func newMessageBytes(raw []byte, p parsed, targets []Target) (*messageBytes, err
 	}
 	for _, t := range targets {
 		if mb.rowBody(t.Namespace.CaptureRawEmail) == nil {
-			stored := pack(bodyJS)
-			mb.body = append([]byte{byte(stored.codec)}, stored.data...)
+			mb.body = packBody(bodyJS)
 			break
 		}
 	}

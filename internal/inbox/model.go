@@ -35,7 +35,7 @@ type AttachmentSummary struct {
 // beyond the seed's fields, are what a test wants from a sign-in or reset mail:
 // its links and its one-time codes, best first (message.Extract). They are read
 // once per message at ingest and stored with the bodies they come from
-// (emails.body, see encodeBody), and always present, empty when the email has
+// (after the raw source or in emails.body, see messageBytes), and always present, empty when the email has
 // none.
 type Email struct {
 	ID                string              `json:"id"`

@@ -420,14 +420,11 @@ func (s *Searcher) RawMessage(ctx context.Context, emailID string) ([]byte, erro
 	if err != nil {
 		return nil, fmt.Errorf("get raw message: %w", err)
 	}
-	content, err := decodeBlob(codec, data)
+	raw, _, err := splitRaw(codec, size, data) // a small message's body follows its raw source
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("get raw message: %w", err)
 	}
-	if size < 0 || size > int64(len(content)) {
-		return nil, fmt.Errorf("get raw message: raw source of %d bytes holds %d", size, len(content))
-	}
-	return content[:size:size], nil // a small message's body follows its raw source
+	return raw, nil
 }
 
 // RawSize returns the size in bytes of the email's raw source, or
