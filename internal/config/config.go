@@ -84,6 +84,7 @@ type Serve struct {
 	OutboundMaxAge     time.Duration `name:"outbound-max-age" env:"CATCHBOX_OUTBOUND_MAX_AGE" default:"24h" help:"How long after its creation an outbound message is retried for a deferred (4xx) recipient before the recipient is expired."`
 	Deliverability     `embed:""`
 	Webhook            `embed:""`
+	Mode               `embed:""`
 }
 
 // Deliverability configures deliverability reports and spam scores
@@ -182,6 +183,9 @@ func (c *Serve) Validate() error {
 		}
 	}
 	c.MailDomain = strings.ToLower(strings.TrimSuffix(c.MailDomain, "."))
+	if err := c.Mode.validate(); err != nil {
+		return err
+	}
 	if err := c.Webhook.validate(); err != nil {
 		return err
 	}

@@ -2,17 +2,12 @@ package config
 
 import (
 	"fmt"
-	"net"
-	"net/netip"
-	"strconv"
-	"strings"
 	"time"
 )
 
 // Webhook configures deliveries to the organisations' webhook endpoints
 // (internal/webhook).
 type Webhook struct {
-	WebhookAllowPrivate string        `name:"webhook-allow-private" env:"CATCHBOX_WEBHOOK_ALLOW_PRIVATE" help:"Allow webhook URLs on loopback or private addresses: true or false (default: true only while the HTTP listener is on loopback)."`
 	WebhookMaxAge       time.Duration `name:"webhook-max-age" env:"CATCHBOX_WEBHOOK_MAX_AGE" default:"24h" help:"How long a webhook message is retried before it is dead."`
 	WebhookBackoff      time.Duration `name:"webhook-backoff" env:"CATCHBOX_WEBHOOK_BACKOFF" default:"5s" help:"Delay before the first retry of a failed webhook delivery, doubled at each further one (with jitter)."`
 	WebhookMaxBackoff   time.Duration `name:"webhook-max-backoff" env:"CATCHBOX_WEBHOOK_MAX_BACKOFF" default:"1h" help:"Longest delay between two attempts at a webhook delivery."`
@@ -23,11 +18,6 @@ type Webhook struct {
 }
 
 func (w *Webhook) validate() error {
-	if w.WebhookAllowPrivate != "" {
-		if _, err := strconv.ParseBool(w.WebhookAllowPrivate); err != nil {
-			return fmt.Errorf("webhook-allow-private must be true or false")
-		}
-	}
 	if w.WebhookMaxAge < time.Second || w.WebhookBackoff <= 0 || w.WebhookMaxBackoff < w.WebhookBackoff ||
 		w.WebhookDisableAfter <= 0 || w.WebhookTimeout <= 0 {
 		return fmt.Errorf("webhook-max-age must be at least 1s, webhook-backoff, -disable-after and -timeout positive, and webhook-max-backoff at least webhook-backoff")
@@ -36,23 +26,4 @@ func (w *Webhook) validate() error {
 		return fmt.Errorf("webhook-max-endpoints and webhook-workers must be at least 1")
 	}
 	return nil
-}
-
-// AllowPrivateWebhooks reports whether webhook endpoints may be on loopback
-// or private addresses: as configured, else only while the HTTP listener is on
-// loopback (a server only its own machine reaches probes nothing new).
-func (c *Serve) AllowPrivateWebhooks() bool {
-	if c.WebhookAllowPrivate != "" {
-		b, _ := strconv.ParseBool(c.WebhookAllowPrivate)
-		return b
-	}
-	host, _, err := net.SplitHostPort(c.HTTPAddr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.Unmap().IsLoopback()
 }

@@ -392,7 +392,7 @@ func newWebhooks(cfg config.Serve, db *store.DB, q *jobs.Queue, tenants *tenant.
 		MaxBackoff:   cfg.WebhookMaxBackoff,
 		DisableAfter: cfg.WebhookDisableAfter,
 		Timeout:      cfg.WebhookTimeout,
-		AllowPrivate: cfg.AllowPrivateWebhooks(),
+		AllowPrivate: cfg.AllowPrivate(),
 		MaxEndpoints: cfg.WebhookMaxEndpoints,
 		Workers:      cfg.WebhookWorkers,
 	})

@@ -269,7 +269,7 @@ func TestSecretRotation(t *testing.T) {
 func TestPrivateAddressRefused(t *testing.T) {
 	db := storetest.Open(t, store.SQLite)
 	cfg := testConfig(t)
-	cfg.WebhookAllowPrivate = "false"
+	cfg.AllowPrivateTargets = "false"
 	e := newEnv(t, db, cfg)
 	for _, u := range []string{e.recv.srv.URL + "/hook", "http://localhost:9/", "http://10.1.2.3/", "http://[::1]/",
 		"http://169.254.169.254/latest/meta-data", "http://100.64.0.1/", "http://[::ffff:192.168.0.1]/"} {
