@@ -40,7 +40,7 @@ func readPassword(in io.Reader) (string, error) {
 	}
 	line = strings.TrimRight(line, "\r\n")
 	if line == "" {
-		return "", errors.New("give the password on standard input, e.g. printf '%s\\n' \"$PASSWORD\" | catchbox admin user create ...")
+		return "", errors.New("give the password on standard input, as in: printf '%s\\n' \"$PASSWORD\" | catchbox admin user create EMAIL --org NAME")
 	}
 	return line, nil
 }

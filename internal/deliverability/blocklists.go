@@ -117,6 +117,9 @@ func askLists(ctx context.Context, l *Lookups, checks []BlocklistCheck) []Blockl
 		go func(c *BlocklistCheck) {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer recoverPart("blocklist lookup", func() {
+				c.Result, c.Error = "lookup_failed", "the lookup failed unexpectedly"
+			})
 			askList(ctx, l, c)
 		}(&checks[i])
 	}

@@ -55,6 +55,12 @@ func checkDNS(ctx context.Context, e *env) *DNSResult {
 		go func() {
 			defer wg.Done()
 			var s Section
+			defer recoverPart("DNS check", func() {
+				s.add(Warning, "check_failed", nil, "A part of this check failed unexpectedly and has no result; request the report again, and report the problem if it persists.")
+				mu.Lock()
+				r.Issues = append(r.Issues, s.Issues...)
+				mu.Unlock()
+			})
 			f(&s)
 			mu.Lock()
 			r.Issues = append(r.Issues, s.Issues...)

@@ -15,6 +15,7 @@ package deliverability
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -185,6 +186,20 @@ func (s *Section) late(code, msg string) {
 	s.add(Warning, code, nil, "%s", msg)
 	s.finish()
 }
+
+// recoverPart is deferred by the goroutines a check starts for its parts
+// (lookups asked in parallel): a panic there would end the process, since
+// start's recover guards only the check's own goroutine. It logs the panic
+// and lets failed record the part as failed; the check goes on.
+func recoverPart(part string, failed func()) {
+	if p := recover(); p != nil {
+		slog.Error("Deliverability check part panicked", "part", part, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		failed()
+	}
+}
+
+// errLookupPanicked is the error of a lookup whose goroutine panicked.
+var errLookupPanicked = errors.New("the lookup failed unexpectedly")
 
 // start runs a check in its own goroutine with its time limit, and returns a
 // function that waits for its section. A check that does not return within

@@ -167,3 +167,23 @@ func TestCheckTimedOut(t *testing.T) {
 		t.Errorf("panicking check: %+v", r)
 	}
 }
+
+// TestRecoverPart: a panic in a goroutine a check starts for one of its
+// parts is recovered there and recorded as that part's failure, instead of
+// ending the process.
+func TestRecoverPart(t *testing.T) {
+	failed := make(chan string, 1)
+	go func() {
+		defer recoverPart("test lookup", func() { failed <- "recorded" })
+		var m map[string]int
+		m["x"]++ // a nil map write panics
+	}()
+	select {
+	case got := <-failed:
+		if got != "recorded" {
+			t.Fatalf("failed got %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the part's failure was not recorded")
+	}
+}

@@ -249,6 +249,7 @@ func (l *Lookups) LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, 
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer recoverPart("AAAA lookup", func() { err6 = errLookupPanicked })
 		v6, err6 = l.lookupIP(ctx, host, dns.TypeAAAA)
 	}()
 	v4, err4 = l.lookupIP(ctx, host, dns.TypeA)

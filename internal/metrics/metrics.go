@@ -26,9 +26,6 @@ func init() { on.Store(true) }
 // SetEnabled turns recording on or off for the whole process.
 func SetEnabled(b bool) { on.Store(b) }
 
-// Enabled reports whether recording is on.
-func Enabled() bool { return on.Load() }
-
 // Registry holds every family of the process. Its families are registered
 // once, so that several services in one process (the tests) share them.
 var Registry = prometheus.NewRegistry()

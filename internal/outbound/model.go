@@ -498,10 +498,6 @@ func (r EventRecipient) MarshalJSON() ([]byte, error) {
 	return marshalJSON(eventRecipientJSON(r))
 }
 
-// tokenLength is the length of a return-path token: 16 random bytes in
-// unpadded base32, 26 characters.
-const tokenLength = 26
-
 var tokenEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 
 // newReturnPathToken returns a fresh token: 128 random bits, lower-case

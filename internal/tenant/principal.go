@@ -68,16 +68,6 @@ func PrincipalFrom(ctx context.Context) Principal {
 // OrgFrom returns the organisation the request acts for (Principal.Org).
 func OrgFrom(ctx context.Context) Org { return PrincipalFrom(ctx).Org }
 
-// WithOrg stores a principal acting for the organisation in ctx (for tests and
-// internal callers).
-func WithOrg(ctx context.Context, o Org) context.Context {
-	return WithPrincipal(ctx, Principal{Org: o, Orgs: []Org{o}})
-}
-
-// KeyIDFrom returns the id of the API key that authenticated the request, ""
-// when it carried none.
-func KeyIDFrom(ctx context.Context) string { return PrincipalFrom(ctx).KeyID }
-
 // RequireKey is the X-Api-Key middleware: a missing, unknown or revoked key is 401
 // with WWW-Authenticate; a valid one puts its principal in the context.
 func (s *Service) RequireKey(next http.Handler) http.Handler {

@@ -69,11 +69,6 @@ func newSecret() (string, []byte) {
 	return SecretPrefix + base64.StdEncoding.EncodeToString(k), k
 }
 
-// DecodeSecret returns the key of a whsec_ secret (what is HMAC'd with).
-func DecodeSecret(s string) ([]byte, error) {
-	return base64.StdEncoding.DecodeString(strings.TrimPrefix(s, SecretPrefix))
-}
-
 const endpointColumns = `id, org_id, url, event_types, namespace, description, enabled, disabled_reason,
 	secret, previous_secret, previous_secret_until, failing_since, created_at, updated_at`
 
