@@ -411,7 +411,7 @@ func (s *Service) runJobs(ctx context.Context) error {
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	if err := s.Jobs.Stop(stopCtx); err != nil {
-		slog.Warn("Background jobs did not finish before shutdown", "error", err)
+		slog.Warn("Background jobs did not finish before shutdown", "err", err)
 	}
 	return nil
 }

@@ -150,7 +150,7 @@ func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status, msg = http.StatusNotFound, "Not found"
 	default:
 		slog.Error("Dashboard page failed", "method", r.Method, "path", r.URL.Path,
-			"request_id", httpx.RequestID(r.Context()), "error", err)
+			"request_id", httpx.RequestID(r.Context()), "err", err)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
