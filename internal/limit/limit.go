@@ -1,6 +1,7 @@
 // Package limit bounds how fast one client may use the service: a token bucket
 // per key (an API key's id, a client's address), shared by the HTTP API's
-// request limits and the SMTP listener's throttling of failed AUTH.
+// request limits, the throttling of API-key and dashboard sign-in attempts and
+// the SMTP listener's throttling of AUTH.
 //
 // A bucket holds up to Burst tokens and gains Rate tokens a second; a request
 // takes one, and a client whose bucket is empty is told how long until the
@@ -8,9 +9,16 @@
 // refilled are dropped: memory grows with the clients active in the last few
 // seconds, not with every client ever seen, and a hard cap bounds it even
 // under a flood of new keys.
+//
+// Attempts at credentials are charged before they are evaluated (Charge), and
+// the charge is given back when the credentials were right (Charge.Refund):
+// however many attempts arrive at once, no more are evaluated than the bucket
+// holds. Buckets keeps its buckets in the process; Shared keeps them in the
+// store, where every replica charges the same ones.
 package limit
 
 import (
+	"context"
 	"math"
 	"net/netip"
 	"sync"
@@ -34,19 +42,27 @@ type Buckets struct {
 	Now func() time.Time
 	// MaxKeys bounds the buckets held; 0 is DefaultMaxKeys. Set before use.
 	MaxKeys int
+	// Wait is how long Charge waits, when a bucket is empty, for attempts
+	// charged to it and still being evaluated: one that turns out right gives
+	// its token back to the waiter. 0: an empty bucket refuses at once. Set
+	// before use.
+	Wait time.Duration
 
 	rate  float64 // tokens gained per second
 	burst float64 // tokens a bucket holds at most
 
 	mu    sync.Mutex
-	m     map[string]bucket
+	m     map[string]*bucket
 	swept time.Time
 }
 
-// bucket is one key's tokens as of at.
+// bucket is one key's tokens as of at, and the charges of attempts still
+// being evaluated (pending), whose end is announced by closing wake.
 type bucket struct {
-	tokens float64
-	at     time.Time
+	tokens  float64
+	at      time.Time
+	pending int
+	wake    chan struct{}
 }
 
 // New returns buckets that gain perSecond tokens a second, up to burst (at
@@ -55,7 +71,7 @@ func New(perSecond float64, burst int) *Buckets {
 	if perSecond <= 0 || math.IsNaN(perSecond) || math.IsInf(perSecond, 0) {
 		return nil
 	}
-	return &Buckets{rate: perSecond, burst: float64(max(burst, 1)), m: map[string]bucket{}}
+	return &Buckets{rate: perSecond, burst: float64(max(burst, 1)), m: map[string]*bucket{}}
 }
 
 func (b *Buckets) now() time.Time {
@@ -71,9 +87,10 @@ func (b *Buckets) Take(key string) (retry time.Duration, ok bool) {
 	return b.use(key, true)
 }
 
-// Ready reports whether key's bucket holds a token, without taking it, and
-// when it does not, the time until it will. A caller that spends tokens only
-// on failures (failed authentication) asks Ready first and Takes on failure.
+// Ready reports whether key's bucket holds a token, or charges that may yet
+// be refunded, without taking anything; when it does not, it tells the time
+// until a token is there. It lets a caller refuse early what Charge would
+// refuse anyway.
 func (b *Buckets) Ready(key string) (retry time.Duration, ok bool) {
 	return b.use(key, false)
 }
@@ -85,26 +102,146 @@ func (b *Buckets) use(key string, take bool) (time.Duration, bool) {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	bk, found := b.m[key]
-	if !found {
+	bk := b.m[key]
+	if bk == nil {
 		if !take {
 			return 0, true // a key without a bucket has a full one
 		}
 		b.makeRoom(now)
-		bk = bucket{tokens: b.burst, at: now}
-	} else if d := now.Sub(bk.at); d > 0 {
-		bk.tokens = min(b.burst, bk.tokens+d.Seconds()*b.rate)
-		bk.at = now
+		bk = &bucket{tokens: b.burst, at: now}
+		b.m[key] = bk
 	}
+	b.refill(bk, now)
 	if bk.tokens < 1 {
-		return time.Duration((1 - bk.tokens) / b.rate * float64(time.Second)), false
+		if !take && bk.pending > 0 {
+			return 0, true
+		}
+		return b.untilToken(bk), false
 	}
 	if take {
 		bk.tokens--
-		b.m[key] = bk
 	}
 	return 0, true
 }
+
+// refill adds the tokens gained since the bucket was last seen.
+func (b *Buckets) refill(bk *bucket, now time.Time) {
+	if d := now.Sub(bk.at); d > 0 {
+		bk.tokens = min(b.burst, bk.tokens+d.Seconds()*b.rate)
+		bk.at = now
+	}
+}
+
+// untilToken is the time until an empty bucket holds a whole token.
+func (b *Buckets) untilToken(bk *bucket) time.Duration {
+	return time.Duration((1 - bk.tokens) / b.rate * float64(time.Second))
+}
+
+// Charge takes a token from key's bucket for an attempt about to be
+// evaluated, and returns the charge, which the caller ends with Refund when
+// the attempt succeeded and Settle in every case (a deferred Settle). When the
+// bucket is empty it waits up to b.Wait (and while ctx lasts) for a pending
+// charge to be refunded; then, or at once, it returns a *Refused error with
+// the time until the next token. A nil *Buckets charges nothing.
+func (b *Buckets) Charge(ctx context.Context, key string) (*Charge, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var timer *time.Timer
+	for {
+		now := b.now()
+		b.mu.Lock()
+		bk := b.m[key]
+		if bk == nil {
+			b.makeRoom(now)
+			bk = &bucket{tokens: b.burst, at: now}
+			b.m[key] = bk
+		}
+		b.refill(bk, now)
+		if bk.tokens >= 1 {
+			bk.tokens--
+			bk.pending++
+			b.mu.Unlock()
+			if timer != nil {
+				timer.Stop()
+			}
+			return &Charge{settle: func(refund bool) { b.settle(key, refund) }}, nil
+		}
+		retry := b.untilToken(bk)
+		if bk.pending == 0 || b.Wait <= 0 {
+			b.mu.Unlock()
+			return nil, &Refused{Retry: retry}
+		}
+		if bk.wake == nil {
+			bk.wake = make(chan struct{})
+		}
+		wake := bk.wake
+		b.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(b.Wait)
+			defer timer.Stop()
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return nil, &Refused{Retry: retry}
+		case <-ctx.Done():
+			return nil, &Refused{Retry: retry}
+		}
+	}
+}
+
+// settle ends a pending charge of key, giving its token back on a refund, and
+// wakes the attempts waiting for the bucket.
+func (b *Buckets) settle(key string, refund bool) {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk := b.m[key]
+	if bk == nil {
+		return
+	}
+	b.refill(bk, now)
+	bk.pending--
+	if refund {
+		bk.tokens = min(b.burst, bk.tokens+1)
+	}
+	if bk.wake != nil {
+		close(bk.wake)
+		bk.wake = nil
+	}
+}
+
+// Charge is the token an attempt took before it was evaluated. One goroutine
+// uses it; a nil *Charge (nothing was charged) is a valid one.
+type Charge struct {
+	settle func(refund bool)
+	done   bool
+}
+
+// Refund gives the token back: the attempt succeeded, and a success costs
+// nothing. It ends the charge.
+func (c *Charge) Refund() { c.end(true) }
+
+// Settle ends the charge; unless it was refunded, its token stays spent.
+// Calling it again, or after Refund, does nothing.
+func (c *Charge) Settle() { c.end(false) }
+
+func (c *Charge) end(refund bool) {
+	if c == nil || c.done {
+		return
+	}
+	c.done = true
+	if c.settle != nil {
+		c.settle(refund)
+	}
+}
+
+// Refused is the error of a charge that found no token: Retry is the time
+// until the bucket holds one again.
+type Refused struct{ Retry time.Duration }
+
+func (e *Refused) Error() string { return "limit reached" }
 
 // makeRoom is called before a new key is added: every sweepInterval, and
 // whenever the cap is reached, the buckets that have refilled are dropped;
@@ -119,19 +256,22 @@ func (b *Buckets) makeRoom(now time.Time) {
 	}
 	b.swept = now
 	for k, bk := range b.m {
-		if bk.tokens+now.Sub(bk.at).Seconds()*b.rate >= b.burst {
+		if bk.pending == 0 && bk.tokens+now.Sub(bk.at).Seconds()*b.rate >= b.burst {
 			delete(b.m, k)
 		}
 	}
 	if len(b.m) < limit {
 		return
 	}
+	// A bucket with charges pending stays: its charges end in it.
 	keep := limit * 3 / 4
-	for k := range b.m {
+	for k, bk := range b.m {
 		if len(b.m) <= keep {
 			break
 		}
-		delete(b.m, k)
+		if bk.pending == 0 {
+			delete(b.m, k)
+		}
 	}
 }
 
@@ -162,4 +302,20 @@ func AddrKey(a netip.Addr) string {
 		return p.String()
 	}
 	return a.String()
+}
+
+type chargeKey struct{}
+
+// WithCharge returns ctx carrying c, the charge of the attempt the request
+// makes, for the code that evaluates it to Refund.
+func WithCharge(ctx context.Context, c *Charge) context.Context {
+	return context.WithValue(ctx, chargeKey{}, c)
+}
+
+// Refund gives back the charge ctx carries (WithCharge), if any: the
+// attempt's credentials were right.
+func Refund(ctx context.Context) {
+	if c, ok := ctx.Value(chargeKey{}).(*Charge); ok {
+		c.Refund()
+	}
 }

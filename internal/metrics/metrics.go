@@ -84,6 +84,11 @@ var (
 		Help: "Held wait=true requests, by how they ended: matched, redirected (the hold ran out: 307), gone (the client left or the server stopped).",
 	}, []string{"result"})
 
+	authAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "catchbox_auth_attempts_total",
+		Help: "Attempts at credentials, by kind (smtp: SMTP AUTH; signin: the dashboard's sign-in; api_key: a request with X-Api-Key) and result: ok, failed (evaluated and wrong), throttled (refused before evaluation), busy (sign-in: too many password checks at once).",
+	}, []string{"kind", "result"})
+
 	jobOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "catchbox_job_attempts_total",
 		Help: "Attempts of background jobs, by kind and what they led to: done, retry, dead.",
@@ -92,7 +97,7 @@ var (
 
 func init() {
 	Registry.MustRegister(httpRequests, httpDuration, smtpSessions, smtpMessages,
-		ingestBatch, ingestCommit, ingestSync, heldWaits, wakeLatency, holdOutcomes, jobOutcomes,
+		ingestBatch, ingestCommit, ingestSync, heldWaits, wakeLatency, holdOutcomes, jobOutcomes, authAttempts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
@@ -160,5 +165,14 @@ func WakeUp(d time.Duration) {
 func JobAttempt(kind, outcome string) {
 	if on.Load() {
 		jobOutcomes.WithLabelValues(kind, outcome).Inc()
+	}
+}
+
+// Auth records an attempt at credentials: kind smtp, signin or api_key;
+// result ok, failed, throttled or busy. Every attempt is counted, however few
+// of them are logged (limit.Quiet).
+func Auth(kind, result string) {
+	if on.Load() {
+		authAttempts.WithLabelValues(kind, result).Inc()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/textproto"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,5 +134,122 @@ func TestAuthFailuresThrottled(t *testing.T) {
 		back.mustReply(220)
 		back.cmd("EHLO guesser.example", 250)
 		back.cmd(good, 235)
+	})
+}
+
+// gate holds attempts at the point where their credentials would be
+// evaluated, so that a test can make every attempt arrive before any is
+// answered: the race a throttle checked before and charged after loses.
+type gate struct {
+	arrived, evaluating atomic.Int32
+	open                chan struct{}
+}
+
+func newGate() *gate { return &gate{open: make(chan struct{})} }
+
+func (g *gate) arrive()   { g.arrived.Add(1) }
+func (g *gate) evaluate() { g.evaluating.Add(1); <-g.open }
+
+// waitFor polls cond until it holds; the deadline guards a hung test and is
+// no timing assertion.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Sixty connections from one address that all send wrong credentials before
+// any is answered have at most AuthFailures (10) of them evaluated, 535 each;
+// the others are refused with 421 unevaluated. The right password sent next
+// is refused too, and from another address it is accepted.
+func TestParallelAuthNeverExceedsLimit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db, Config{AuthFailures: 10, AuthLockout: time.Minute, MaxConnsPerIP: 200})
+		now := time.Date(2026, 11, 22, 3, 23, 50, 0, time.UTC)
+		h.srv.failed.Now = func() time.Time { return now }
+		g := newGate()
+		h.srv.authArrived, h.srv.authEvaluating = g.arrive, g.evaluate
+		bad := "AUTH PLAIN " + b64("\x00alpha\x00wrong-password")
+		good := "AUTH PLAIN " + b64("\x00alpha\x00"+h.password("alpha"))
+
+		const n = 60
+		conns := make([]*rawClient, n)
+		for i := range conns {
+			conns[i] = h.rawFrom("127.0.0.2")
+			conns[i].mustReply(220)
+			conns[i].cmd("EHLO guesser.example", 250)
+		}
+		codes := make(chan int, n)
+		for _, c := range conns {
+			go func(c *rawClient) {
+				c.send(bad)
+				code, _, err := c.reply()
+				if err != nil {
+					t.Errorf("AUTH reply: %v", err)
+				}
+				codes <- code
+			}(c)
+		}
+		waitFor(t, "every attempt to arrive and the first to be evaluated", func() bool {
+			return g.arrived.Load() == n && g.evaluating.Load() >= 10
+		})
+		close(g.open)
+		count := map[int]int{}
+		for i := 0; i < n; i++ {
+			count[<-codes]++
+		}
+		if count[535] != 10 || count[421] != n-10 || int(g.evaluating.Load()) != 10 {
+			t.Fatalf("answers %v, %d evaluated; want 10 × 535 and %d × 421, 10 evaluated", count, g.evaluating.Load(), n-10)
+		}
+		r := h.rawFrom("127.0.0.2")
+		r.mustReply(220)
+		r.cmd("EHLO guesser.example", 250)
+		r.cmd(good, 421)
+		other := h.rawFrom("127.0.0.3")
+		other.mustReply(220)
+		other.cmd("EHLO app.example", 250)
+		other.cmd(good, 235)
+		if g.evaluating.Load() != 11 {
+			t.Fatalf("%d evaluated, want 11", g.evaluating.Load())
+		}
+	})
+}
+
+// A sender opening many authenticated connections at once from one address
+// is not refused for their overlap: attempts beyond the budget wait for the
+// outcome of those being evaluated, whose right credentials give their
+// charges back.
+func TestParallelRightAuthAllAccepted(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db, Config{AuthFailures: 2, AuthLockout: time.Hour, MaxConnsPerIP: 200})
+		g := newGate()
+		h.srv.authArrived, h.srv.authEvaluating = g.arrive, g.evaluate
+		good := "AUTH PLAIN " + b64("\x00alpha\x00"+h.password("alpha"))
+		const n = 20
+		codes := make(chan int, n)
+		for i := 0; i < n; i++ {
+			c := h.rawFrom("127.0.0.4")
+			c.mustReply(220)
+			c.cmd("EHLO sender.example", 250)
+			go func() {
+				c.send(good)
+				code, _, _ := c.reply()
+				codes <- code
+			}()
+		}
+		waitFor(t, "every attempt to arrive and two to be evaluated", func() bool {
+			return g.arrived.Load() == n && g.evaluating.Load() == 2
+		})
+		close(g.open)
+		for i := 0; i < n; i++ {
+			if code := <-codes; code != 235 {
+				t.Fatalf("a right AUTH among many at once: %d", code)
+			}
+		}
 	})
 }

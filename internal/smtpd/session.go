@@ -115,11 +115,7 @@ func (s *session) Auth(mech string) (_ sasl.Server, err error) {
 		return nil, errAuthInMail // RFC 4954 section 4
 	}
 	if _, ok := s.srv.failed.Ready(s.addrKey); !ok {
-		slog.Info("SMTP AUTH refused: too many failed attempts from the address", "client_ip", s.clientIP)
-		if s.conn != nil {
-			s.conn.closeNext = true
-		}
-		return nil, errAuthThrottled
+		return nil, s.authThrottled()
 	}
 	var srv sasl.Server
 	switch strings.ToUpper(mech) {
@@ -145,8 +141,22 @@ func (g guardedSASL) Next(response []byte) (challenge []byte, done bool, err err
 }
 
 // checkCredentials accepts a namespace name as username with the namespace's
-// SMTP password (tenant.Service.SMTPPassword).
+// SMTP password (tenant.Service.SMTPPassword). The attempt is charged to the
+// client address's AUTH throttle before anything is looked at, and the charge
+// given back when the credentials are right: however many connections send
+// their credentials at once, no more are evaluated than the throttle holds.
 func (s *session) checkCredentials(identity, username, password string) error {
+	if s.srv.authArrived != nil {
+		s.srv.authArrived()
+	}
+	c, err := s.srv.failed.Charge(s.srv.ctx, s.addrKey)
+	if err != nil {
+		return s.authThrottled()
+	}
+	defer c.Settle()
+	if s.srv.authEvaluating != nil {
+		s.srv.authEvaluating()
+	}
 	if identity != "" && !strings.EqualFold(identity, username) {
 		return s.authFailed("")
 	}
@@ -159,6 +169,7 @@ func (s *session) checkCredentials(identity, username, password string) error {
 		return s.authFailed("")
 	}
 	if err != nil {
+		c.Refund() // not evaluated
 		slog.Error("Looking up an SMTP AUTH namespace failed", "client_ip", s.clientIP, "err", err)
 		return errAuthTemporary
 	}
@@ -166,21 +177,35 @@ func (s *session) checkCredentials(identity, username, password string) error {
 	if subtle.ConstantTimeCompare([]byte(password), []byte(want)) != 1 {
 		return s.authFailed(ns.Name)
 	}
+	c.Refund()
 	s.authNS = &ns
+	metrics.Auth("smtp", "ok")
 	slog.Debug("SMTP client authenticated", "client_ip", s.clientIP, "namespace", ns.Name)
 	return nil
 }
 
-// authFailed counts a refused AUTH against the client's address, logs it and
-// returns 535. The namespace is named only
-// when it exists: a client that swapped its fields would otherwise have its
-// password written to the log.
+// authThrottled refuses AUTH from an address that has used up its attempts:
+// 421, and the connection is closed after the reply.
+func (s *session) authThrottled() error {
+	metrics.Auth("smtp", "throttled")
+	s.srv.refusals.Log(slog.LevelInfo, "SMTP AUTH refused: too many failed attempts from the address", "smtp_auth_throttled", s.addrKey,
+		slog.String("client_ip", s.clientIP))
+	if s.conn != nil {
+		s.conn.closeNext = true
+	}
+	return errAuthThrottled
+}
+
+// authFailed logs a refused AUTH and returns 535; its charge stays spent. The
+// namespace is named only when it exists: a client that swapped its fields
+// would otherwise have its password written to the log.
 func (s *session) authFailed(namespace string) error {
-	s.srv.failed.Take(s.addrKey)
+	metrics.Auth("smtp", "failed")
 	if namespace != "" {
-		slog.Info("SMTP authentication failed", "client_ip", s.clientIP, "namespace", namespace)
+		s.srv.refusals.Log(slog.LevelInfo, "SMTP authentication failed", "smtp_auth_failed", s.addrKey,
+			slog.String("client_ip", s.clientIP), slog.String("namespace", namespace))
 	} else {
-		slog.Info("SMTP authentication failed", "client_ip", s.clientIP)
+		s.srv.refusals.Log(slog.LevelInfo, "SMTP authentication failed", "smtp_auth_failed", s.addrKey, slog.String("client_ip", s.clientIP))
 	}
 	return errAuthFailed
 }

@@ -62,7 +62,10 @@ type Config struct {
 	// AuthFailures is how many failed AUTH attempts (535) one client address
 	// may make; once they are used up, AUTH from that address is answered
 	// 421 4.7.0 and the connection closed, and the address regains one
-	// attempt per AuthLockout.
+	// attempt per AuthLockout. Every attempt is charged before its
+	// credentials are looked at and given back when they are right, so
+	// attempts made at once never evaluate more than AuthFailures. The count
+	// is the process's: each replica has its own.
 	AuthFailures int
 	AuthLockout  time.Duration
 
@@ -102,6 +105,9 @@ const (
 	DefaultMaxConnsPerIP   = 100
 	DefaultAuthFailures    = 10
 	DefaultAuthLockout     = time.Minute
+	// authWait is how long an AUTH waits for the outcome of attempts from its
+	// address still being evaluated when they hold every token.
+	authWait = 5 * time.Second
 )
 
 const (
@@ -144,7 +150,14 @@ type Server struct {
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
 	perIP  map[string]int // open connections by client address key (addrKey)
-	failed *limit.Buckets // failed AUTH attempts by client address key
+	failed *limit.Buckets // AUTH attempts by client address key
+	// refusals logs failed and throttled AUTH at most once per interval per
+	// client address, with a count.
+	refusals limit.Quiet
+	// authArrived and authEvaluating, when a test sets them, are called as
+	// an AUTH's credentials arrive, and once its attempt is charged, just
+	// before they are evaluated.
+	authArrived, authEvaluating func()
 
 	lastLimitLog atomic.Int64 // unix ms of the last "connection limit reached" log
 }
@@ -197,6 +210,10 @@ func New(cfg Config, tenants *tenant.Service, ingester *inbox.Ingester) *Server 
 		perIP:    map[string]int{},
 		failed:   limit.New(1/cfg.AuthLockout.Seconds(), cfg.AuthFailures),
 	}
+	// A connection whose credentials arrive while the address's attempts are
+	// all being evaluated waits for their outcome: a sender opening many
+	// authenticated connections at once is not refused for their overlap.
+	s.failed.Wait = authWait
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
