@@ -132,7 +132,7 @@ test("mailiskSendEmail to the namespace is 202 with the summary and its Location
   const list = await request("GET", "api/emails/outbound?type=new&limit=1");
   assert.equal(list.status, 200);
   assert.equal(list.body.data[0].id, sent.id);
-  assert.deepEqual(list.body.options, { limit: 1, offset: 0, type: "new" });
+  assert.deepEqual(list.body.options, { limit: 1, offset: 0, status: null, type: "new" });
 });
 
 test(

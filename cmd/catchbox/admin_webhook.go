@@ -11,7 +11,7 @@ import (
 // webhookCmd is `catchbox admin webhook add|list|remove` (contract section
 // 3). The operator is trusted: add accepts URLs on private addresses, which
 // the running server still refuses to connect to unless
-// CATCHBOX_WEBHOOK_ALLOW_PRIVATE allows them.
+// CATCHBOX_ALLOW_PRIVATE_TARGETS (or local mode) allows them.
 type webhookCmd struct {
 	Add    webhookAddCmd    `cmd:"" help:"Add a webhook endpoint to an organisation; its secret is printed once."`
 	List   webhookListCmd   `cmd:"" help:"List webhook endpoints, of one organisation or all (never their secrets)."`

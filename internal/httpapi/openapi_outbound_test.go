@@ -90,6 +90,8 @@ func checkOutbound(c *conformance, plainID, invoiceID string) {
 		{method: "GET", path: list, route: list, key: key, status: 200},
 		{method: "GET", path: list + "?limit=2&offset=1&status=queued&type=new&organisation_id=" + e.ns.OrgID, route: list, key: key, status: 200},
 		{method: "GET", path: list + "?status=&type=", route: list, key: key, status: 200},
+		{method: "GET", path: list + "?limit=2.0&offset=1.0&status=&type=&organisation_id=", route: list, key: key, status: 200},
+		{method: "GET", path: list + "?limit=2.5", route: list, key: key, status: 400, code: "invalid_parameter"},
 		{method: "GET", path: list, route: list, key: other, status: 200},
 		{method: "GET", path: list + "?limit=101&offset=-1&status=done", route: list, key: key, status: 400, code: "invalid_parameter"},
 		{method: "GET", path: list + "?organisation_id=" + tenant.NewID(), route: list, key: key, status: 403, code: "organisation_mismatch"},

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -24,8 +25,9 @@ func TestDecodeJSONTypeErrors(t *testing.T) {
 		`{"n": 3600.5}`:                 "n must be an integer",
 		`{"n": "an hour"}`:              "n must be an integer",
 		`{"n": true}`:                   "n must be an integer",
-		`{"n": 3600.0}`:                 "n must be an integer written without a decimal point or exponent",
-		`{"n": 1e3}`:                    "n must be an integer written without a decimal point or exponent",
+		`{"n": 1e30}`:                   "n is out of range",
+		`{"n": 1e-3}`:                   "n must be an integer",
+		`{"n": 1e99999}`:                "n must be an integer",
 		`{"n": 99999999999999999999}`:   "n is out of range",
 		`{"u": -1}`:                     "u is out of range",
 		`{"u": 70000}`:                  "u is out of range",
@@ -48,4 +50,48 @@ func TestDecodeJSONTypeErrors(t *testing.T) {
 			t.Errorf("%s: %q, want %q", body, got, want)
 		}
 	}
+}
+
+// A whole number fills an integer field however JSON writes it (3600,
+// 3600.0, 3.6e3), the number in strings and the other fields left as sent.
+func TestDecodeJSONWholeNumbers(t *testing.T) {
+	type body struct {
+		N *int    `json:"n"`
+		F float64 `json:"f"`
+		S string  `json:"s"`
+		L []int   `json:"l"`
+	}
+	for in, want := range map[string]body{
+		`{"n": 3600.0}`:                 {N: ptr(3600)},
+		`{"n": 3.6e3}`:                  {N: ptr(3600)},
+		`{"n": 36E+2}`:                  {N: ptr(3600)},
+		`{"n": -0.0}`:                   {N: ptr(0)},
+		`{"n": 5.000}`:                  {N: ptr(5)},
+		`{"l": [1.0, 2e0, 3]}`:          {L: []int{1, 2, 3}},
+		`{"f": 2.5, "n": 2.0}`:          {F: 2.5, N: ptr(2)},
+		`{"s": "5.0 \\\" 6.0", "n": 1}`: {S: `5.0 \" 6.0`, N: ptr(1)},
+	} {
+		var got body
+		if err := DecodeJSON(httptest.NewRequest("POST", "/", strings.NewReader(in)), &got); err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if fmt.Sprint(deref(got.N), got.F, got.S, got.L) != fmt.Sprint(deref(want.N), want.F, want.S, want.L) {
+			t.Errorf("%s: %v %v %q %v, want %v %v %q %v", in, deref(got.N), got.F, got.S, got.L, deref(want.N), want.F, want.S, want.L)
+		}
+	}
+	for _, bad := range []string{`{"n": 01.0}`, `{"n": 1.0.0}`, `{"n": .5}`} {
+		if err := DecodeJSON(httptest.NewRequest("POST", "/", strings.NewReader(bad)), new(body)); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
+func ptr(n int) *int { return &n }
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

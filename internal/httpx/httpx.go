@@ -5,6 +5,7 @@
 package httpx
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,9 +14,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
+	"math/big"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -162,7 +164,8 @@ func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // DecodeJSON reads a JSON object body into v. Unknown fields are ignored (contract
 // section 4); a body that is not JSON, or a field of the wrong type, is a 400 that
-// names the field; a body over MaxBodyBytes is a 413.
+// names the field; a body over MaxBodyBytes is a 413. A whole number written with
+// a fraction or an exponent (3600.0, 3.6e3) fills an integer field (wholeNumbers).
 func DecodeJSON(r *http.Request, v any) error {
 	body := http.MaxBytesReader(nil, r.Body, MaxBodyBytes)
 	data, err := io.ReadAll(body)
@@ -176,7 +179,7 @@ func DecodeJSON(r *http.Request, v any) error {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		data = []byte("{}")
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := json.Unmarshal(wholeNumbers(data), v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			return Invalid(te.Field, TypeDetail(te))
@@ -189,8 +192,7 @@ func DecodeJSON(r *http.Request, v any) error {
 // TypeDetail says what a body field that JSON could not decode must be, in
 // the words of the API rather than Go's: an integer field given 3600.5 or
 // "an hour" "must be an integer", one given a whole number too large for it
-// "is out of range", one given 3600.0 or 1e3 that it must be written as an
-// integer; other fields "must be a number", "a string", "a boolean",
+// "is out of range"; other fields "must be a number", "a string", "a boolean",
 // "an array" or "an object".
 func TypeDetail(te *json.UnmarshalTypeError) string {
 	switch kind := te.Type.Kind(); {
@@ -198,9 +200,6 @@ func TypeDetail(te *json.UnmarshalTypeError) string {
 		lit, isNumber := strings.CutPrefix(te.Value, "number ")
 		if isNumber && isDigits(strings.TrimPrefix(lit, "-")) {
 			return "is out of range"
-		}
-		if f, err := strconv.ParseFloat(lit, 64); isNumber && err == nil && f == math.Trunc(f) {
-			return "must be an integer written without a decimal point or exponent"
 		}
 		return "must be an integer"
 	case kind == reflect.Float32 || kind == reflect.Float64:
@@ -217,6 +216,70 @@ func TypeDetail(te *json.UnmarshalTypeError) string {
 	return "has the wrong type"
 }
 
+// jsonNumber is the grammar of a JSON number (RFC 8259, section 6), split into
+// its integer part, fraction and exponent.
+var jsonNumber = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?([0-9]+))?$`)
+
+// wholeNumbers rewrites every number of a JSON text whose value is whole but
+// which is written with a fraction or an exponent (3600.0, 3.6e3, 1e30) as
+// that whole number in plain digits, so that an integer field takes it: JSON
+// has one number type, and the API description types these fields "number".
+// A number that is not whole (3600.5), text that is not JSON, and strings are
+// left as they are. Exponents of more than four digits are left alone too:
+// no field holds such a number, and writing it out would take a gigabyte.
+func wholeNumbers(data []byte) []byte {
+	var out []byte // nil while nothing changed
+	last := 0
+	inString, escaped := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+			continue
+		case c != '-' && (c < '0' || c > '9'):
+			continue
+		}
+		j := i
+		for j < len(data) && strings.IndexByte("+-.0123456789eE", data[j]) >= 0 {
+			j++
+		}
+		if w, ok := wholeNumber(data[i:j]); ok {
+			out = append(append(out, data[last:i]...), w...)
+			last = j
+		}
+		i = j - 1
+	}
+	if out == nil {
+		return data
+	}
+	return append(out, data[last:]...)
+}
+
+// wholeNumber is lit in plain digits when lit is a JSON number with a fraction
+// or an exponent whose value is whole.
+func wholeNumber(lit []byte) ([]byte, bool) {
+	m := jsonNumber.FindSubmatch(lit)
+	if m == nil || bytes.IndexAny(lit, ".eE") < 0 || len(m[1]) > 4 {
+		return nil, false
+	}
+	var r big.Rat
+	if _, ok := r.SetString(string(lit)); !ok || !r.IsInt() {
+		return nil, false
+	}
+	return r.Num().Append(nil, 10), true
+}
+
 // Query parses query parameters, collecting one FieldError per bad parameter so a
 // client learns of every mistake at once.
 type Query struct {
@@ -229,8 +292,11 @@ func NewQuery(r *http.Request) *Query { return &Query{r: r} }
 
 func (q *Query) fail(field, detail string) { q.fields.Add(field, detail) }
 
-// Has reports whether the parameter is present (even empty).
-func (q *Query) Has(name string) bool { return q.r.URL.Query().Has(name) }
+// Has reports whether the parameter is given a value. An empty value
+// (`?from_timestamp=`, what an HTML form sends for a field left empty) counts
+// as absent, for every parameter: a client that leaves a filter empty means no
+// filter, not a malformed one.
+func (q *Query) Has(name string) bool { return q.r.URL.Query().Get(name) != "" }
 
 // String returns the parameter, or "" and false when absent. A value longer than
 // max runes is an error, and so is one that is not UTF-8 text or holds a NUL:
@@ -253,13 +319,19 @@ func (q *Query) String(name string, max int) (string, bool) {
 }
 
 // Int returns the integer parameter (def when absent), checked against [min, max]
-// (max < min means no upper bound). Out of range is an error, never clamped.
+// (max < min means no upper bound). Out of range is an error, never clamped. A
+// whole number may be written with a fraction of zeros (5.0, 5.00), since the
+// API description types these parameters "number"; 5.5 is an error, and so are
+// an exponent, "5." and ".0", which only a mistake writes.
 func (q *Query) Int(name string, def, min, max int64) int64 {
 	if !q.Has(name) {
 		return def
 	}
-	raw := q.r.URL.Query().Get(name)
-	n, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	raw := strings.TrimSpace(q.r.URL.Query().Get(name))
+	if whole, frac, ok := strings.Cut(raw, "."); ok && isDigits(frac) && strings.Trim(frac, "0") == "" {
+		raw = whole
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
 		q.fail(name, "must be an integer")
 		return def

@@ -188,6 +188,12 @@ func TestSearchFilters(t *testing.T) {
 			{"subject_includes=ohn", []string{"Password reset for John"}},
 			{"subject_includes=jo", []string{"Password reset for John"}},
 			{"subject_includes=welcome&from_addr_includes=alice", nil},
+			// An empty value is no filter (an HTML form sends every field).
+			{"to_addr_prefix=&from_addr_includes=&subject_includes=password&from_timestamp=&to_timestamp=&limit=&offset=&wait=",
+				[]string{"Password reset for John"}},
+			{"from_timestamp=&to_timestamp=" + fmt.Sprint(b+10), []string{"Welcome 100%_done", "Password reset for John"}},
+			// A whole number written with a zero fraction is that number.
+			{"limit=1.0&offset=1.00", []string{"Welcome 100%_done"}},
 		} {
 			var r searchResp
 			resp := e.get(e.key, "/api/emails/default/inbox?"+c.query, &r)
@@ -231,6 +237,13 @@ func TestSearchOptionsEcho(t *testing.T) {
 		if r.TotalCount != 1 {
 			t.Errorf("total_count %d, want 1", r.TotalCount)
 		}
+		// Empty values are absent: not echoed; a zero fraction is echoed as
+		// the whole number applied.
+		r.Options = nil
+		e.get(e.key, "/api/emails/default/inbox?limit=5.0&offset=&from_timestamp=&to_timestamp=&subject_includes=&wait=", &r)
+		if r.Options["limit"] != 5.0 || r.Options["offset"] != 0.0 || len(r.Options) != 2 {
+			t.Errorf("options with empty values = %v, want limit 5 offset 0 only", r.Options)
+		}
 	})
 }
 
@@ -241,6 +254,9 @@ func TestSearchValidation(t *testing.T) {
 			{"limit=0", "limit"},
 			{"limit=21", "limit"},
 			{"limit=abc", "limit"},
+			{"limit=5.5", "limit"},
+			{"offset=1.5", "offset"},
+			{"limit=5e0", "limit"},
 			{"offset=-1", "offset"},
 			{"from_timestamp=-5", "from_timestamp"},
 			{"to_timestamp=x", "to_timestamp"},

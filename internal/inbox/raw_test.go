@@ -86,6 +86,7 @@ func TestRawSource(t *testing.T) {
 			{"/api/emails/default/" + id + "/deliverability-report/raw-source?received_timestamp=", "invalid_parameter", "received_timestamp", 400},
 			{"/api/emails/default/" + id + "/deliverability-report/raw-source?received_timestamp=abc", "invalid_parameter", "received_timestamp", 400},
 			{"/api/emails/default/" + id + "/deliverability-report/raw-source?received_timestamp=-1", "invalid_parameter", "received_timestamp", 400},
+			{fmt.Sprintf("/api/emails/default/%s/deliverability-report/raw-source?received_timestamp=%d.5", id, ts), "invalid_parameter", "received_timestamp", 400},
 			{rawSourcePath("default", id, ts+1), "not_found", "", 404},
 			{rawSourcePath("default", id, ts-1), "not_found", "", 404},
 			{rawSourcePath("default", tenant.NewID(), ts), "not_found", "", 404},
@@ -100,6 +101,10 @@ func TestRawSource(t *testing.T) {
 			if c.field != "" && (len(er.Errors) != 1 || er.Errors[0].Field != c.field) {
 				t.Errorf("%s: errors %+v, want one for %s", c.path, er.Errors, c.field)
 			}
+		}
+		// The timestamp may be written with a zero fraction.
+		if resp := e.get(e.key, fmt.Sprintf("/api/emails/default/%s/deliverability-report/raw-source?received_timestamp=%d.0", id, ts), nil); resp.StatusCode != 200 {
+			t.Errorf("received_timestamp=%d.0: %d, want 200", ts, resp.StatusCode)
 		}
 		// The email must be in the namespace of the path.
 		org, _ := e.tenants.OrgByName(context.Background(), "default")

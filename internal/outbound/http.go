@@ -326,12 +326,22 @@ type listResponse struct {
 	Data       []ListItem  `json:"data"`
 }
 
-// listOptions echo the applied filter, defaults included.
+// listOptions echo the applied filter, defaults included; status and type are
+// always there, null when not given, as the API description lists them.
 type listOptions struct {
-	Limit  int    `json:"limit"`
-	Offset int    `json:"offset"`
-	Status Status `json:"status,omitempty"`
-	Type   Type   `json:"type,omitempty"`
+	Limit  int     `json:"limit"`
+	Offset int     `json:"offset"`
+	Status *Status `json:"status"`
+	Type   *Type   `json:"type"`
+}
+
+// orNull is v, or nil (JSON null) for the zero value.
+func orNull[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
 }
 
 // ListOutboundHandler answers GET /api/emails/outbound: the organisation's
@@ -376,7 +386,7 @@ func (a *API) ListOutboundHandler(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, listResponse{TotalCount: total,
-		Options: listOptions{Limit: f.Limit, Offset: f.Offset, Status: f.Status, Type: f.Type}, Data: nonNil(items)})
+		Options: listOptions{Limit: f.Limit, Offset: f.Offset, Status: orNull(f.Status), Type: orNull(f.Type)}, Data: nonNil(items)})
 	return nil
 }
 

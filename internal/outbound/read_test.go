@@ -2,6 +2,7 @@ package outbound_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -123,6 +124,24 @@ func TestListEndpoint(t *testing.T) {
 		if p.Options.Limit != 5 || p.Options.Offset != 2 || p.Options.Status != "queued" || p.Options.Type != "reply" {
 			t.Errorf("options %+v", p.Options)
 		}
+		// options always carries status and type, null when not given (or
+		// given empty); limit and offset may be written with a zero fraction.
+		for query, want := range map[string]string{
+			"":                         `{"limit":20,"offset":0,"status":null,"type":null}`,
+			"?status=&type=&limit=":    `{"limit":20,"offset":0,"status":null,"type":null}`,
+			"?type=new":                `{"limit":20,"offset":0,"status":null,"type":"new"}`,
+			"?status=failed&limit=5.0": `{"limit":5,"offset":0,"status":"failed","type":null}`,
+			"?offset=2.00&limit=100.0": `{"limit":100,"offset":2,"status":null,"type":null}`,
+		} {
+			r := e.do(e.key, "GET", "/api/emails/outbound"+query, nil)
+			var b struct {
+				Options json.RawMessage `json:"options"`
+			}
+			r.json(t, &b)
+			if r.status != 200 || string(b.Options) != want {
+				t.Errorf("%q: %d options %s, want %s", query, r.status, b.Options, want)
+			}
+		}
 
 		for _, c := range []struct {
 			query, code string
@@ -132,6 +151,7 @@ func TestListEndpoint(t *testing.T) {
 			{"?limit=0", "invalid_parameter", 400, []string{"limit"}},
 			{"?limit=101&offset=-1", "invalid_parameter", 400, []string{"limit", "offset"}},
 			{"?limit=ten", "invalid_parameter", 400, []string{"limit"}},
+			{"?limit=5.5&offset=0.5", "invalid_parameter", 400, []string{"limit", "offset"}},
 			{"?status=delivered&type=old", "invalid_parameter", 400, []string{"status", "type"}},
 			{"?organisation_id=acme", "invalid_parameter", 400, []string{"organisation_id"}},
 			{"?organisation_id=" + e.other.ID, "organisation_mismatch", 403, nil},

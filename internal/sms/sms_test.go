@@ -277,6 +277,8 @@ func TestSearchFilters(t *testing.T) {
 			{"from_date=2026-11-01T14:00:20.5+02:00", all[:2], 2}, // unencoded '+' arrives as a space
 			{"from_date=" + ts(50_000_000), nil, 0},
 			{"from_date=" + ts(0) + "&direction=inbound&from_number=1555&body=code&limit=1", all[1:2], 2},
+			{"limit=2.0&offset=1.0", all[1:3], 4},
+			{"body=&from_number=&direction=&from_date=&to_date=&limit=&offset=&wait=", all, 4},
 		} {
 			var r searchResp
 			resp := e.get(e.key, "/api/sms/%2B15550001111/messages?"+c.query, &r)
@@ -326,6 +328,7 @@ func TestSearchValidation(t *testing.T) {
 			{"limit=0", []string{"limit"}},
 			{"limit=101", []string{"limit"}},
 			{"limit=ten", []string{"limit"}},
+			{"limit=2.5", []string{"limit"}},
 			{"offset=-1", []string{"offset"}},
 			{"direction=sideways", []string{"direction"}},
 			{"from_date=yesterday", []string{"from_date"}},

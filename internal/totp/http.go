@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -115,10 +116,22 @@ type body struct {
 // aliases are spellings accepted besides snake_case and its camelCase.
 var aliases = map[string]string{"otpauth_url": "otp_auth_url"}
 
-// decodeBody reads a device request body. Fields are snake_case; the camelCase
-// spelling of a field is accepted too, the snake_case one winning when a body
-// has both.
-func decodeBody(r *http.Request) (*body, error) {
+// Which body fields each endpoint reads; any other is ignored, whatever its
+// value, as an unknown field is (contract section 4).
+var (
+	describing      = []string{"name", "username", "issuer", "expires_at"}
+	parameters      = []string{"digits", "period", "algorithm"}
+	sharedFields    = append([]string{"shared_secret"}, describing...)
+	customFields    = append(append([]string{"secret"}, describing...), parameters...)
+	base32Fields    = append(append([]string{"base32_secret_key"}, describing...), parameters...)
+	otpauthFields   = append(append([]string{"otp_auth_url"}, describing...), parameters...)
+	secretOTPFields = append([]string{"shared_secret", minSecondsField}, parameters...) // parameters to refuse them
+)
+
+// decodeBody reads a device request body, keeping only the fields the
+// endpoint reads. Fields are snake_case; the camelCase spelling of a field is
+// accepted too, the snake_case one winning when a body has both.
+func decodeBody(r *http.Request, fields []string) (*body, error) {
 	var raw map[string]json.RawMessage
 	if err := httpx.DecodeJSON(r, &raw); err != nil {
 		return nil, err
@@ -136,6 +149,11 @@ func decodeBody(r *http.Request) (*body, error) {
 		}
 		if _, ok := norm[sk]; !ok {
 			norm[sk] = v
+		}
+	}
+	for k := range norm {
+		if !slices.Contains(fields, k) {
+			delete(norm, k)
 		}
 	}
 	b := &body{present: map[string]bool{}}
@@ -272,17 +290,17 @@ func (p *problems) params(b *body) Params {
 }
 
 // CreateSharedSecretDeviceHandler answers POST /api/devices: a device with the
-// authenticator-app defaults (6 digits, 30 seconds, SHA1).
+// authenticator-app defaults (6 digits, 30 seconds, SHA1). Its body has no
+// digits, period or algorithm: given, they are ignored as any unknown field is
+// (contract section 4); POST /api/devices/custom chooses them.
 func (s *Service) CreateSharedSecretDeviceHandler(w http.ResponseWriter, r *http.Request) error {
-	b, err := decodeBody(r)
+	b, err := decodeBody(r, sharedFields)
 	if err != nil {
 		return err
 	}
 	var p problems
 	in := NewDevice{Source: SourceSharedSecret}
 	in.Secret = p.secret("shared_secret", b.SharedSecret)
-	p.notAllowed(b, "is fixed for this endpoint (6 digits, 30 seconds, SHA1); use POST /api/devices/custom to choose it",
-		"digits", "period", "algorithm")
 	s.describe(&p, b, &in)
 	in.Params = DefaultParams
 	return s.create(w, r, &p, in)
@@ -300,7 +318,11 @@ func (s *Service) CreateBase32DeviceHandler(w http.ResponseWriter, r *http.Reque
 }
 
 func (s *Service) createWithParams(w http.ResponseWriter, r *http.Request, secretField, source string) error {
-	b, err := decodeBody(r)
+	fields := customFields
+	if secretField == "base32_secret_key" {
+		fields = base32Fields
+	}
+	b, err := decodeBody(r, fields)
 	if err != nil {
 		return err
 	}
@@ -320,7 +342,7 @@ func (s *Service) createWithParams(w http.ResponseWriter, r *http.Request, secre
 // username, issuer, digits, period and algorithm win; the body's fill what the URL
 // lacks; a body name replaces the derived one.
 func (s *Service) CreateOtpauthDeviceHandler(w http.ResponseWriter, r *http.Request) error {
-	b, err := decodeBody(r)
+	b, err := decodeBody(r, otpauthFields)
 	if err != nil {
 		return err
 	}
@@ -441,7 +463,7 @@ func writeOTP(w http.ResponseWriter, otp OTP) {
 // SecretOTPHandler answers POST /api/devices/otp: the code of a bare shared secret
 // with the fixed defaults; nothing is saved.
 func (s *Service) SecretOTPHandler(w http.ResponseWriter, r *http.Request) error {
-	b, err := decodeBody(r)
+	b, err := decodeBody(r, secretOTPFields)
 	if err != nil {
 		return err
 	}
@@ -471,8 +493,8 @@ func (s *Service) SecretOTPHandler(w http.ResponseWriter, r *http.Request) error
 // DeviceOTPHandler answers GET /api/devices/{deviceId}/otp.
 func (s *Service) DeviceOTPHandler(w http.ResponseWriter, r *http.Request) error {
 	var wait time.Duration
-	if q := r.URL.Query(); q.Has(minSecondsField) {
-		v, err := strconv.ParseFloat(strings.TrimSpace(q.Get(minSecondsField)), 64)
+	if raw := r.URL.Query().Get(minSecondsField); raw != "" { // empty is absent, as for every parameter
+		v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
 		if err != nil {
 			return httpx.Invalid(minSecondsField, "must be a number of seconds, at least 0")
 		}

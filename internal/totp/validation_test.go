@@ -55,7 +55,6 @@ func TestValidation(t *testing.T) {
 			{"expires_at now", "POST", "/api/devices/custom", map[string]any{"secret": testSecret, "expires_at": now}, 400, "invalid_parameter", "expires_at"},
 			{"expires_at not a date", "POST", "/api/devices", map[string]any{"shared_secret": testSecret, "expires_at": "tomorrow"}, 400, "invalid_parameter", "expires_at"},
 			{"expiresAt in the past", "POST", "/api/devices/otpauth-url", map[string]any{"otpAuthUrl": "otpauth://totp/x?secret=" + testSecret, "expiresAt": past}, 400, "invalid_parameter", "expires_at"},
-			{"digits on the fixed endpoint", "POST", "/api/devices", map[string]any{"shared_secret": testSecret, "digits": 6}, 400, "field_not_allowed", "digits"},
 			{"digits in otp body", "POST", "/api/devices/otp", map[string]any{"shared_secret": testSecret, "digits": 8}, 400, "field_not_allowed", "digits"},
 			{"period in otp body", "POST", "/api/devices/otp", map[string]any{"shared_secret": testSecret, "period": 30}, 400, "field_not_allowed", "period"},
 			{"algorithm in otp body", "POST", "/api/devices/otp", map[string]any{"shared_secret": testSecret, "algorithm": "SHA1"}, 400, "field_not_allowed", "algorithm"},
@@ -115,6 +114,32 @@ func TestValidation(t *testing.T) {
 		list := e.call("GET", "/api/devices", e.key, nil).json(t)
 		if list["total_count"] != 2.0 {
 			t.Fatalf("total_count %v after rejected creates, want 2", list["total_count"])
+		}
+	})
+}
+
+// POST /api/devices reads shared_secret, name, username, issuer and
+// expires_at; any other field is ignored, whatever its value, as the contract
+// says of unknown fields (digits, period and algorithm included: the device
+// has the fixed 6 digits, 30 seconds, SHA1). Only POST /api/devices/otp
+// refuses those three.
+func TestSharedSecretDeviceIgnoresOtherFields(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		d := e.create("/api/devices", map[string]any{"shared_secret": testSecret, "name": "Fixed",
+			"digits": 8, "period": 60, "algorithm": "SHA512", "secret": 12, "otp_auth_url": false,
+			"min_seconds_until_expire": "soon", "colour": "blue"})
+		if d["digits"] != 6.0 || d["period"] != 30.0 || d["algorithm"] != "SHA1" || d["source"] != "shared_secret" || d["name"] != "Fixed" {
+			t.Fatalf("device %v, want 6 digits, 30 s, SHA1 from shared_secret", d)
+		}
+		// The same fields of the wrong type on the endpoints that read them are refused.
+		for path, body := range map[string]map[string]any{
+			"/api/devices/custom": {"secret": testSecret, "digits": "eight"},
+			"/api/devices/otp":    {"shared_secret": testSecret, "digits": 8},
+		} {
+			if r := e.call("POST", path, e.key, body); r.status != http.StatusBadRequest {
+				t.Errorf("%s %v: %d %s", path, body, r.status, r.body)
+			}
 		}
 	})
 }

@@ -12,15 +12,13 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"github.com/catchbox/catchbox/internal/egress"
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/store"
 )
@@ -210,10 +208,9 @@ func (s *Service) send(ctx context.Context, ep Endpoint, m message) result {
 
 // describe says why a request got no answer, without Go's wrapping.
 func describe(err error, timeout time.Duration) string {
-	var pe *PrivateAddressError
-	switch {
-	case errors.As(err, &pe):
-		return pe.Error()
+	switch re := egress.Refused(err); {
+	case re != nil:
+		return re.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("no answer within %s", timeout)
 	}
@@ -326,63 +323,10 @@ func backoff(base, max time.Duration, attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// PrivateAddressError refuses a connection to an address webhooks may not
-// reach (AllowPrivate off).
-type PrivateAddressError struct{ Addr netip.Addr }
-
-func (e *PrivateAddressError) Error() string {
-	return fmt.Sprintf("refused to connect to %s: a loopback, private or link-local address (CATCHBOX_WEBHOOK_ALLOW_PRIVATE is off)", e.Addr)
-}
-
-// cgnat is the shared address space of RFC 6598, private in all but name.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
-
-// Private reports whether a is an address webhooks must not reach when
-// private addresses are not allowed: loopback, private (RFC 1918, RFC 4193),
-// shared (RFC 6598), link-local, unspecified or multicast.
-func Private(a netip.Addr) bool {
-	a = a.Unmap()
-	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() || cgnat.Contains(a)
-}
-
-// allowed checks the address a connection is about to be made to. It runs in
-// the dialer (net.Dialer.Control), after name resolution, so a name that
-// resolves to a public address when the endpoint is created and to a private
-// one later (DNS rebinding) is refused all the same.
-func (s *Service) allowed(network, address string, _ syscall.RawConn) error {
-	if s.cfg.AllowPrivate {
-		return nil
-	}
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return err
-	}
-	if Private(a) {
-		return &PrivateAddressError{Addr: a.Unmap()}
-	}
-	return nil
-}
-
-// newClient returns the HTTP client of deliveries. Redirects are not
-// followed (a 3xx is a failed attempt, as Standard Webhooks asks), no proxy is
-// used (it would make the dialer's address check moot), and every connection
-// is checked by control.
-func newClient(timeout time.Duration, control func(string, string, syscall.RawConn) error) *http.Client {
-	d := &net.Dialer{Timeout: timeout, Control: control}
-	t := &http.Transport{
-		Proxy:                 nil,
-		DialContext:           d.DialContext,
-		TLSHandshakeTimeout:   timeout,
-		ResponseHeaderTimeout: timeout,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     true,
-	}
-	return &http.Client{Transport: t, Timeout: timeout,
+// newClient returns the HTTP client of deliveries: its connections go through
+// the outgoing-fetch guard (egress), and redirects are not followed (a 3xx is
+// a failed attempt, as Standard Webhooks asks).
+func newClient(timeout time.Duration, guard *egress.Guard) *http.Client {
+	return &http.Client{Transport: guard.Transport(timeout), Timeout: timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }

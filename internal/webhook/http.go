@@ -3,16 +3,14 @@ package webhook
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/catchbox/catchbox/internal/egress"
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -70,13 +68,13 @@ func (s *Service) Check(ctx context.Context, orgID string, in Input, creating bo
 	case in.URL == nil && creating:
 		f.Add("url", "is required")
 	case in.URL != nil:
-		u, detail := s.checkURL(ctx, strings.TrimSpace(*in.URL))
-		if detail != "" {
+		u, err := s.checkURL(ctx, strings.TrimSpace(*in.URL))
+		if err != nil {
 			code := ""
-			if strings.Contains(detail, "private") {
+			if egress.Refused(err) != nil {
 				code = "webhook_url_private"
 			}
-			f = append(f, httpx.FieldError{Field: "url", Detail: detail, Code: code})
+			f = append(f, httpx.FieldError{Field: "url", Detail: err.Error(), Code: code})
 		}
 		spec.URL = &u
 	}
@@ -114,50 +112,31 @@ func (s *Service) Check(ctx context.Context, orgID string, in Input, creating bo
 
 // checkURL returns the URL as stored, or what is wrong with it: it must be
 // an absolute http or https URL without credentials or fragment, at most
-// MaxURLBytes, and, unless private addresses are allowed, neither name nor
-// resolve to one. The address is checked again at every connection.
-func (s *Service) checkURL(ctx context.Context, raw string) (string, string) {
+// MaxURLBytes, and pass the outgoing-fetch rule (egress.Guard.CheckURL: unless
+// private targets are allowed, its host must be public and resolve to public
+// addresses only; an IPv4 address in an older spelling is stored as four
+// decimal numbers). Every connection is checked again.
+func (s *Service) checkURL(ctx context.Context, raw string) (string, error) {
 	if raw == "" {
-		return "", "is required"
+		return "", errors.New("is required")
 	}
 	if len(raw) > MaxURLBytes {
-		return "", "must be at most 2048 bytes"
+		return "", errors.New("must be at most 2048 bytes")
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
-		return "", "must be an absolute http or https URL"
+		return "", errors.New("must be an absolute http or https URL")
 	}
 	if u.User != nil {
-		return "", "must not carry a user name or password"
+		return "", errors.New("must not carry a user name or password")
 	}
 	if u.Fragment != "" {
-		return "", "must not have a fragment"
+		return "", errors.New("must not have a fragment")
 	}
-	if s.cfg.AllowPrivate {
-		return u.String(), ""
+	if err := s.guard.CheckURL(ctx, u); err != nil {
+		return "", err
 	}
-	host := strings.ToLower(u.Hostname())
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return "", "names a private address (loopback): webhooks may not reach private networks on this server"
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		if Private(a) {
-			return "", "names a private address: webhooks may not reach private networks on this server"
-		}
-		return u.String(), ""
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return u.String(), "" // it may resolve later; every connection is checked
-	}
-	for _, a := range addrs {
-		if Private(a) {
-			return "", "resolves to a private address (" + a.Unmap().String() + "): webhooks may not reach private networks on this server"
-		}
-	}
-	return u.String(), ""
+	return u.String(), nil
 }
 
 func checkTypes(types []string) ([]string, string) {

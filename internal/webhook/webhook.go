@@ -21,12 +21,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/catchbox/catchbox/internal/egress"
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/notify"
@@ -70,8 +72,12 @@ type Config struct {
 	DisableAfter time.Duration
 	// Timeout is the time an endpoint has to answer 2xx (10 s).
 	Timeout time.Duration
-	// AllowPrivate lets endpoints resolve to loopback and private addresses.
+	// AllowPrivate lets endpoints name or resolve to loopback, private and
+	// other non-public addresses (config's AllowPrivate: local mode, or
+	// CATCHBOX_ALLOW_PRIVATE_TARGETS).
 	AllowPrivate bool
+	// Resolver resolves endpoints' names; nil is the system's.
+	Resolver *net.Resolver
 	// MaxEndpoints is the most endpoints an organisation may have (20).
 	MaxEndpoints int
 	// Workers is how many endpoints one replica delivers to at once (16).
@@ -110,6 +116,7 @@ type Service struct {
 	tenants *tenant.Service
 	sealer  *secret.Sealer
 	cfg     Config
+	guard   *egress.Guard // checks endpoints' URLs and every connection to them
 	client  *http.Client
 	// Now is the clock (tests move it).
 	Now func() time.Time
@@ -146,7 +153,8 @@ const cacheTTL = time.Second
 func New(db *store.DB, queue *jobs.Queue, tenants *tenant.Service, key *secret.Key, cfg Config) *Service {
 	s := &Service{db: db, queue: queue, tenants: tenants, sealer: key.Sealer("webhook-secret"),
 		cfg: cfg.withDefaults(), Now: time.Now, cache: map[string]cachedOrg{}, txLocks: map[*store.Tx]map[string]bool{}}
-	s.client = newClient(s.cfg.Timeout, s.allowed)
+	s.guard = &egress.Guard{AllowPrivate: s.cfg.AllowPrivate, Resolver: s.cfg.Resolver}
+	s.client = newClient(s.cfg.Timeout, s.guard)
 	if queue != nil {
 		// Attempts of the job are not deliveries (those are recorded by the
 		// job itself, which always ends done): the job's own retries only
@@ -473,3 +481,11 @@ func (s *Service) ensureScheduled(ctx context.Context, tx *store.Tx, endpointID 
 }
 
 func noRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// SetResolver replaces the resolver of endpoints' names, at creation and at
+// every connection (tests point it at a DNS server of their own).
+func (s *Service) SetResolver(r *net.Resolver) {
+	s.cfg.Resolver = r
+	s.guard = &egress.Guard{AllowPrivate: s.cfg.AllowPrivate, Resolver: r}
+	s.client = newClient(s.cfg.Timeout, s.guard)
+}

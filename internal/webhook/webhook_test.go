@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catchbox/catchbox/internal/egress/egresstest"
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/store"
@@ -262,53 +264,110 @@ func TestSecretRotation(t *testing.T) {
 	})
 }
 
-// TestPrivateAddressRefused: with private addresses not allowed, a URL naming
-// or resolving to one is refused at creation, and a connection to one is
-// refused at dial time even when the URL got past creation (a name that
-// resolves differently later).
-func TestPrivateAddressRefused(t *testing.T) {
-	db := storetest.Open(t, store.SQLite)
-	cfg := testConfig(t)
-	cfg.AllowPrivateTargets = "false"
-	e := newEnv(t, db, cfg)
-	for _, u := range []string{e.recv.srv.URL + "/hook", "http://localhost:9/", "http://10.1.2.3/", "http://[::1]/",
-		"http://169.254.169.254/latest/meta-data", "http://100.64.0.1/", "http://[::ffff:192.168.0.1]/"} {
-		st, out := e.call("POST", "/api/webhooks", map[string]any{"url": u})
+// TestPrivateTargets: in server mode, every spelling of a non-public target
+// (egresstest.Forms) is refused when an endpoint is created or changed
+// (400 webhook_url_private), and an endpoint that got past that check (the
+// admin command adds any URL; a name may resolve elsewhere later) is refused
+// at every connection: its attempt records the refusal and nothing is reached.
+// Server mode here is the mode rule's default for a service with a public URL.
+// In local mode the same URLs are accepted and those leading to loopback are
+// delivered to.
+func TestPrivateTargets(t *testing.T) {
+	url := func(e *env, host string) string {
+		_, port, _ := net.SplitHostPort(e.recv.srv.Listener.Addr().String())
+		return "http://" + host + ":" + port + "/hook"
+	}
+	t.Run("server mode", func(t *testing.T) {
+		db := storetest.Open(t, store.SQLite)
+		cfg := testConfig(t)
+		cfg.PublicURL = "https://catchbox.example"
+		cfg.WebhookMaxEndpoints = 200
+		if cfg.AllowPrivate() {
+			t.Fatal("a service with a public URL allows private targets")
+		}
+		e := newEnv(t, db, cfg)
+		e.svc.Webhooks.SetResolver(egresstest.Resolver(t))
+		ctx := context.Background()
+		org, _ := e.svc.Tenants.OrgByName(ctx, "default")
+		endpoints := map[string]string{} // id → host
+		for _, f := range egresstest.Forms {
+			st, out := e.call("POST", "/api/webhooks", map[string]any{"url": url(e, f.Host)})
+			errs, _ := out["errors"].([]any)
+			if st != http.StatusBadRequest || out["code"] != "webhook_url_private" || len(errs) != 1 ||
+				errs[0].(map[string]any)["field"] != "url" || !strings.Contains(fmt.Sprint(out["message"]), "CATCHBOX_ALLOW_PRIVATE_TARGETS") {
+				t.Errorf("create %s: %d %v, want 400 webhook_url_private on url", f.Host, st, out)
+			}
+			ep, err := e.svc.Webhooks.Create(ctx, org.ID, webhookSpec(url(e, f.Host)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			endpoints[ep.ID] = f.Host
+		}
+		// A change of URL is checked as a creation is.
+		id, _ := e.createEndpoint(map[string]any{"url": "https://public.test/hook"})
+		st, out := e.call("PATCH", "/api/webhooks/"+id, map[string]any{"url": url(e, "0x7f.1")})
 		if st != http.StatusBadRequest || out["code"] != "webhook_url_private" {
-			t.Errorf("%s: %d %v, want 400 webhook_url_private", u, st, out)
+			t.Errorf("change to 0x7f.1: %d %v", st, out)
 		}
-	}
-	// Past the check at creation, as a name that resolved to a public
-	// address then would be: the dialer refuses the loopback address.
-	ctx := context.Background()
-	org, _ := e.svc.Tenants.OrgByName(ctx, "default")
-	u := strings.Replace(e.recv.srv.URL, "127.0.0.1", "localhost", 1) + "/hook"
-	ep, err := e.svc.Webhooks.Create(ctx, org.ID, webhookSpec(u))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.start()
-	e.deliver("to a private address")
-	var attempt map[string]any
-	waitFor(t, "a refused attempt", func() bool {
-		_, out := e.call("GET", "/api/webhooks/"+ep.ID+"/deliveries", nil)
-		ds := out["data"].([]any)
-		if len(ds) == 0 {
-			return false
+		e.call("DELETE", "/api/webhooks/"+id, nil)
+
+		e.start()
+		e.deliver("to private targets")
+		for id, host := range endpoints {
+			var msg string
+			waitFor(t, "the attempt to "+host, func() bool {
+				_, out := e.call("GET", "/api/webhooks/"+id+"/deliveries", nil)
+				ds, _ := out["data"].([]any)
+				if len(ds) == 0 {
+					return false
+				}
+				atts, _ := ds[0].(map[string]any)["attempts"].([]any)
+				if len(atts) == 0 {
+					return false
+				}
+				msg, _ = atts[0].(map[string]any)["error"].(string)
+				return true
+			})
+			refused := strings.HasPrefix(msg, "refused to connect to ") && strings.Contains(msg, "CATCHBOX_ALLOW_PRIVATE_TARGETS")
+			unresolved := strings.Contains(msg, "no such host") && (strings.HasPrefix(host, "missing.") || strings.HasSuffix(host, ".invalid"))
+			// mixed.test has a public address too, which may be dialled.
+			if !refused && !unresolved && host != "mixed.test" {
+				t.Errorf("attempt to %s: %q, want a refusal", host, msg)
+			}
 		}
-		atts := ds[0].(map[string]any)["attempts"].([]any)
-		if len(atts) == 0 {
-			return false
+		if n := len(e.recv.requests()); n != 0 {
+			t.Errorf("the receiver got %d requests", n)
 		}
-		attempt = atts[0].(map[string]any)
-		return true
 	})
-	if msg, _ := attempt["error"].(string); !strings.Contains(msg, "refused to connect to 127.0.0.1") && !strings.Contains(msg, "refused to connect to ::1") {
-		t.Errorf("attempt: %v", attempt)
-	}
-	if n := len(e.recv.requests()); n != 0 {
-		t.Errorf("the receiver got %d requests", n)
-	}
+	t.Run("local mode", func(t *testing.T) {
+		db := storetest.Open(t, store.SQLite)
+		cfg := testConfig(t)
+		cfg.Mode.Mode = "local"
+		cfg.WebhookMaxEndpoints = 200
+		e := newEnv(t, db, cfg)
+		e.svc.Webhooks.SetResolver(egresstest.Resolver(t))
+		reach := 0
+		for _, f := range egresstest.Forms {
+			st, out := e.call("POST", "/api/webhooks", map[string]any{"url": url(e, f.Host)})
+			if st != http.StatusCreated {
+				t.Errorf("create %s: %d %v, want 201", f.Host, st, out)
+				continue
+			}
+			d := out["data"].(map[string]any)
+			e.recv.addSecret(d["secret"].(string))
+			if !f.Reach || strings.HasPrefix(f.Host, "[") {
+				// The receiver listens on 127.0.0.1 only; the others have
+				// no route here. Their deliveries fail, which is not this
+				// test's concern.
+				e.call("DELETE", "/api/webhooks/"+d["id"].(string), nil)
+				continue
+			}
+			reach++
+		}
+		e.start()
+		e.deliver("to loopback")
+		waitFor(t, "a delivery to each loopback form", func() bool { return len(e.recv.accepted()) >= reach })
+	})
 }
 
 // TestDisabledAfterFailureWindow: an endpoint whose every attempt fails is
