@@ -52,7 +52,7 @@ func TestOrganisationKeys(t *testing.T) {
 		if strings.Count(p.body, "badge ok\">active") != 2 {
 			t.Fatalf("want two active keys:\n%s", p.body)
 		}
-		id := regexp.MustCompile(`<tr data-key="([0-9a-f-]+)">\s*<td data-label="Label">ci pipeline`).FindStringSubmatch(p.body)
+		id := regexp.MustCompile(`<tr data-key="([0-9a-f-]+)">\s*<td data-label="Label"><div>ci pipeline`).FindStringSubmatch(p.body)
 		if id == nil {
 			t.Fatal("key row not found")
 		}
