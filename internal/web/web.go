@@ -2,8 +2,10 @@
 // in the binary, no build step) where people sign in, watch their inboxes live
 // and manage namespaces, keys, SMS numbers and authenticators. Every page works
 // without JavaScript; a little hand-written script adds live updates (server-
-// sent events woken by the same notifications as the API's wait), copy buttons
-// and countdowns.
+// sent events woken by the same notifications as the API's wait), copy buttons,
+// countdowns and times in the browser's own zone. What a form has to tell the
+// page it redirects to travels in a sealed one-shot cookie (note.go), never in
+// the address.
 //
 // A page reads who is asking from the one principal authentication yields
 // (tenant.PrincipalFrom), as every API handler does, and the domain services do
