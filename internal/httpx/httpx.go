@@ -270,7 +270,7 @@ func wholeNumbers(data []byte) []byte {
 // or an exponent whose value is whole.
 func wholeNumber(lit []byte) ([]byte, bool) {
 	m := jsonNumber.FindSubmatch(lit)
-	if m == nil || bytes.IndexAny(lit, ".eE") < 0 || len(m[1]) > 4 {
+	if m == nil || !bytes.ContainsAny(lit, ".eE") || len(m[1]) > 4 {
 		return nil, false
 	}
 	var r big.Rat

@@ -40,6 +40,13 @@ func (a *API) signedLink(purpose, path, id string, expiresMs int64) (string, tim
 	return a.PublicURL() + path + url.PathEscape(id) + "?" + v.Encode(), link
 }
 
+// RawLink is the signed download link of an email's raw source, as the
+// raw-source endpoint answers it (the dashboard's download button).
+func (a *API) RawLink(e StoredEmail) string {
+	link, _ := a.signedLink(rawPurpose, "/download/raw/", e.ID, e.ExpiresMs)
+	return link
+}
+
 // verifyLink checks a signed link's expires and signature query parameters.
 func (a *API) verifyLink(r *http.Request, purpose, id string) error {
 	exp, err := strconv.ParseInt(r.URL.Query().Get("expires"), 10, 64)

@@ -304,7 +304,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Sessions.ClientAddr = s.Limits.ClientKey
 	s.Web, err = web.New(web.Dashboard{Tenants: s.Tenants, Sessions: s.Sessions, Inbox: s.Inbox, SMS: s.SMS, TOTP: s.TOTP,
 		Outbound: s.Outbound, Deliverability: s.Deliverability, Notifier: s.Notifier, SMTPEndpoint: s.smtpEndpoint,
-		MailDomain: cfg.MailDomain, PublicURL: s.publicURL})
+		MailDomain: cfg.MailDomain, PublicURL: s.publicURL, Key: key})
 	if err != nil {
 		return nil, err
 	}

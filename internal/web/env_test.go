@@ -58,6 +58,7 @@ func newEnv(t *testing.T, db *store.DB, change func(*config.Serve)) *env {
 	svc := servertest.New(t, db, cfg)
 	e := &env{t: t, svc: svc, key: svc.NewKey, clock: &clock{now: time.Now()}}
 	svc.Sessions.SetClock(e.clock.Now)
+	svc.Web.Now = e.clock.Now
 	var err error
 	if e.org, err = svc.Tenants.OrgByName(ctx, tenant.DefaultName); err != nil {
 		t.Fatal(err)

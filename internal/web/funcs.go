@@ -32,15 +32,11 @@ var funcs = template.FuncMap{
 		}
 		return strings.Join(s, ", ")
 	},
-	"unix": func(sec int64) time.Time { return time.Unix(sec, 0).UTC() },
-	"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"when": func(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") },
-	"clock": func(t time.Time) string {
-		if time.Since(t) < 20*time.Hour {
-			return t.UTC().Format("15:04:05")
-		}
-		return t.UTC().Format("2 Jan 15:04")
-	},
+	"unix":    func(sec int64) time.Time { return time.Unix(sec, 0).UTC() },
+	"iso":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"when":    func(t time.Time) template.HTML { return timeElement(t, false) },
+	"whenSec": func(t time.Time) template.HTML { return timeElement(t, true) },
+	"clock":   func(t time.Time) string { return t.UTC().Format("15:04:05 UTC") },
 	"size": func(n int64) string {
 		switch {
 		case n < 1024:
@@ -73,4 +69,18 @@ var funcs = template.FuncMap{
 		}
 		return "?"
 	},
+}
+
+// timeElement shows a time with its date and zone: written in UTC ("28 Nov
+// 2026, 15:04 UTC"), which app.js rewrites in the browser's own zone and
+// language ("Nov 28, 4:04 PM GMT+1"); seconds when the exact second matters
+// (a list of mail that arrives seconds apart). Only the time goes into the
+// HTML, so it needs no escaping.
+func timeElement(t time.Time, seconds bool) template.HTML {
+	layout, kind := "2 Jan 2006, 15:04 UTC", "minutes"
+	if seconds {
+		layout, kind = "2 Jan 2006, 15:04:05 UTC", "seconds"
+	}
+	t = t.UTC()
+	return template.HTML(`<time datetime="` + t.Format("2006-01-02T15:04:05Z") + `" data-local="` + kind + `">` + t.Format(layout) + `</time>`)
 }

@@ -114,7 +114,7 @@ func (d *Dashboard) SettingsHandler(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	data := map[string]any{"Title": n.Name + " settings", "Nav": "inboxes", "NS": n, "MailDomain": d.MailDomain,
+	data := map[string]any{"Title": "Inbox " + n.Name + " settings", "Nav": "inboxes", "NS": n, "MailDomain": d.MailDomain,
 		"Owned": n.OrgID == tenant.OrgFrom(r.Context()).ID, "RetentionMax": d.Tenants.RetentionMax(), "MaxQuota": tenant.MaxQuotaLimit}
 	if n.OrgID == tenant.OrgFrom(r.Context()).ID {
 		host, port := d.SMTPEndpoint()
@@ -249,7 +249,7 @@ func (d *Dashboard) inboxData(r *http.Request) (inboxData, error) {
 	if err != nil {
 		return inboxData{}, err
 	}
-	data := inboxData{Title: n.Name, Nav: "inboxes", NS: n, Owned: n.OrgID == tenant.OrgFrom(r.Context()).ID,
+	data := inboxData{Title: "Inbox " + n.Name, Nav: "inboxes", NS: n, Owned: n.OrgID == tenant.OrgFrom(r.Context()).ID,
 		Total: res.Total, Emails: res.Emails, Filters: keep, Filtered: len(keep) > 0, Offset: q.Offset, Limit: q.Limit,
 		From: localTime(keep.Get("from_timestamp")), To: localTime(keep.Get("to_timestamp"))}
 	page := func(off int) string {
@@ -365,7 +365,11 @@ func (d *Dashboard) EmailHandler(w http.ResponseWriter, r *http.Request) error {
 			tab = "text"
 		}
 	}
-	data := map[string]any{"Title": e.Subject, "Nav": "inboxes", "E": e.Email, "NS": n, "Tab": tab,
+	title := "Email: " + e.Subject
+	if e.Subject == "" {
+		title = "Email (no subject)"
+	}
+	data := map[string]any{"Title": title, "Nav": "inboxes", "E": e.Email, "NS": n, "Tab": tab,
 		"Owned": n.OrgID == tenant.OrgFrom(r.Context()).ID, "Headers": hs, "Attachments": atts,
 		"Images": r.URL.Query().Get("images") == "1", "MailDomain": d.MailDomain, "Received": time.Unix(e.ReceivedTimestamp, 0).UTC()}
 	if tab == "raw" {
@@ -376,6 +380,7 @@ func (d *Dashboard) EmailHandler(w http.ResponseWriter, r *http.Request) error {
 		case err != nil:
 			return err
 		default:
+			data["RawURL"], data["RawSize"] = d.Inbox.RawLink(e), int64(len(raw))
 			const maxShown = 512 << 10
 			if len(raw) > maxShown {
 				raw, data["RawCut"] = raw[:maxShown], true
@@ -390,8 +395,8 @@ func (d *Dashboard) EmailHandler(w http.ResponseWriter, r *http.Request) error {
 		}
 		data["Report"] = rep
 	}
-	if s := r.URL.Query().Get("share"); s != "" {
-		data["Share"] = s
+	if n := noteFrom(r.Context()); n.Share != "" && n.EmailID == e.ID {
+		data["Share"] = n.Share
 	}
 	return d.render(w, r, "email", data)
 }
@@ -464,5 +469,7 @@ func (d *Dashboard) ShareHandler(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return redirect(w, r, "/emails/"+e.ID+"?share="+url.QueryEscape(d.PublicURL()+"/api/share/email/"+tok), "Share link created.")
+	d.setNote(w, r, note{Message: "Share link created.", Share: d.PublicURL() + "/api/share/email/" + tok, EmailID: e.ID})
+	http.Redirect(w, r, "/emails/"+e.ID, http.StatusSeeOther)
+	return nil
 }

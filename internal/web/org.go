@@ -13,7 +13,9 @@ import (
 // maxKeyLabel bounds an API key's label.
 const maxKeyLabel = 200
 
-func (d *Dashboard) orgPage(w http.ResponseWriter, r *http.Request, newKey, newKeyID string) error {
+// OrganisationHandler answers GET /organisation: API keys, members and this
+// month's outbound usage; and, once, the key just created (CreateKeyHandler).
+func (d *Dashboard) OrganisationHandler(w http.ResponseWriter, r *http.Request) error {
 	org := tenant.OrgFrom(r.Context())
 	keys, err := d.Tenants.ListKeys(r.Context(), org.ID, true)
 	if err != nil {
@@ -27,18 +29,15 @@ func (d *Dashboard) orgPage(w http.ResponseWriter, r *http.Request, newKey, newK
 	if err != nil {
 		return err
 	}
-	return d.render(w, r, "organisation", map[string]any{"Title": org.Name, "Nav": "organisation", "Org": org,
-		"Keys": keys, "Members": members, "Usage": usage, "NewKey": newKey, "NewKeyID": newKeyID})
+	n := noteFrom(r.Context())
+	return d.render(w, r, "organisation", map[string]any{"Title": "Organisation " + org.Name, "Nav": "organisation", "Org": org,
+		"Keys": keys, "Members": members, "Usage": usage, "NewKey": n.Key, "NewKeyID": n.KeyID})
 }
 
-// OrganisationHandler answers GET /organisation: API keys, members and this
-// month's outbound usage.
-func (d *Dashboard) OrganisationHandler(w http.ResponseWriter, r *http.Request) error {
-	return d.orgPage(w, r, "", "")
-}
-
-// CreateKeyHandler answers POST /organisation/keys: a new API key, shown on
-// the page this once (never put in a URL, where history would keep it).
+// CreateKeyHandler answers POST /organisation/keys: a new API key, then a
+// redirect to the organisation page, which shows it this once (a one-shot
+// note bound to the session; never put in a URL, where history would keep
+// it). A reload of that page creates nothing and no longer shows the key.
 func (d *Dashboard) CreateKeyHandler(w http.ResponseWriter, r *http.Request) error {
 	if err := parseForm(w, r); err != nil {
 		return err
@@ -51,8 +50,9 @@ func (d *Dashboard) CreateKeyHandler(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusCreated)
-	return d.orgPage(w, r, key, id)
+	d.setNote(w, r, note{Key: key, KeyID: id})
+	http.Redirect(w, r, "/organisation", http.StatusSeeOther)
+	return nil
 }
 
 // RevokeKeyHandler answers POST /organisation/keys/{keyId}/revoke.

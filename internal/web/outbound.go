@@ -54,7 +54,7 @@ func (d *Dashboard) OutboundHandler(w http.ResponseWriter, r *http.Request) erro
 		}
 		return "/outbound?" + v.Encode()
 	}
-	data := map[string]any{"Title": "Outbound", "Nav": "outbound", "Items": items, "Total": total, "Status": string(f.Status),
+	data := map[string]any{"Title": "Outbound email", "Nav": "outbound", "Items": items, "Total": total, "Status": string(f.Status),
 		"Type": string(f.Type), "Namespaces": ns, "MailDomain": d.MailDomain, "Offset": f.Offset}
 	if f.Offset > 0 {
 		data["PrevURL"] = page(max(0, f.Offset-f.Limit))
@@ -79,7 +79,11 @@ func (d *Dashboard) OutboundEmailHandler(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	return d.render(w, r, "outboundemail", map[string]any{"Title": e.Subject, "Nav": "outbound", "E": e})
+	title := "Outbound email: " + e.Subject
+	if e.Subject == "" {
+		title = "Outbound email (no subject)"
+	}
+	return d.render(w, r, "outboundemail", map[string]any{"Title": title, "Nav": "outbound", "E": e})
 }
 
 // splitAddrs reads a form's comma-separated addresses as the API's list.

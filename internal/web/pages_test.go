@@ -24,9 +24,11 @@ func TestOrganisationKeys(t *testing.T) {
 		b := e.browser()
 		b.signIn("alice@example.com")
 		p := b.post("/organisation/keys", url.Values{"label": {"ci pipeline"}})
-		if p.status != http.StatusCreated {
-			t.Fatalf("create key: %d %s", p.status, p.body)
+		if p.status != http.StatusSeeOther || p.header.Get("Location") != "/organisation" {
+			t.Fatalf("create key: %d %q %s", p.status, p.header.Get("Location"), p.body)
 		}
+		mustLack(t, p, "cbx_")
+		p = b.get("/organisation")
 		key := regexp.MustCompile(`<code class="secret" id="new-key">(cbx_[a-z0-9]+)</code>`).FindStringSubmatch(p.body)
 		if key == nil {
 			t.Fatalf("new key not shown:\n%s", p.body)
@@ -50,7 +52,7 @@ func TestOrganisationKeys(t *testing.T) {
 		if strings.Count(p.body, "badge ok\">active") != 2 {
 			t.Fatalf("want two active keys:\n%s", p.body)
 		}
-		id := regexp.MustCompile(`<tr data-key="([0-9a-f-]+)">\s*<td>ci pipeline`).FindStringSubmatch(p.body)
+		id := regexp.MustCompile(`<tr data-key="([0-9a-f-]+)">\s*<td data-label="Label"><div>ci pipeline`).FindStringSubmatch(p.body)
 		if id == nil {
 			t.Fatal("key row not found")
 		}

@@ -17,7 +17,7 @@ func (d *Dashboard) SMSHandler(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return d.render(w, r, "sms", map[string]any{"Title": "SMS", "Nav": "sms", "Numbers": ns})
+	return d.render(w, r, "sms", map[string]any{"Title": "SMS numbers", "Nav": "sms", "Numbers": ns})
 }
 
 // number is the {phone} of the organisation's, or 404.
@@ -46,7 +46,7 @@ func (d *Dashboard) messagesData(r *http.Request) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := map[string]any{"Title": n.Phone, "Nav": "sms", "Number": n, "Total": res.Total, "Messages": res.Messages, "Offset": off}
+	data := map[string]any{"Title": "SMS messages to " + n.Phone, "Nav": "sms", "Number": n, "Total": res.Total, "Messages": res.Messages, "Offset": off}
 	if off > 0 {
 		data["PrevURL"] = "/sms/" + n.Phone + "?offset=" + strconv.Itoa(max(0, off-sms.DefaultLimit))
 	}

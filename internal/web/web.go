@@ -2,8 +2,10 @@
 // in the binary, no build step) where people sign in, watch their inboxes live
 // and manage namespaces, keys, SMS numbers and authenticators. Every page works
 // without JavaScript; a little hand-written script adds live updates (server-
-// sent events woken by the same notifications as the API's wait), copy buttons
-// and countdowns.
+// sent events woken by the same notifications as the API's wait), copy buttons,
+// countdowns and times in the browser's own zone. What a form has to tell the
+// page it redirects to travels in a sealed one-shot cookie (note.go), never in
+// the address.
 //
 // A page reads who is asking from the one principal authentication yields
 // (tenant.PrincipalFrom), as every API handler does, and the domain services do
@@ -28,6 +30,7 @@ import (
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
@@ -55,13 +58,20 @@ type Dashboard struct {
 	PublicURL func() string
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Key seals the one-shot notes a form leaves for the next page (note.go).
+	Key *secret.Key
 
 	pages map[string]*template.Template
+	notes *secret.Sealer
 }
 
 // New returns the dashboard with its templates parsed (a broken template
 // fails here, at start-up, not at a user's request).
 func New(d Dashboard) (*Dashboard, error) {
+	if d.Key == nil {
+		return nil, errors.New("dashboard: no server key")
+	}
+	d.notes = d.Key.Sealer("dashboard note")
 	d.pages = map[string]*template.Template{}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -128,9 +138,16 @@ func securityHeaders(h http.Header) {
 	h.Set("Cache-Control", "no-store")
 }
 
-// ServeHTTP runs the page and shows its error, if any.
+// ServeHTTP runs the page and shows its error, if any. A page loaded in a tab
+// takes the one-shot note a form left for it (takeNote), so that it shows the
+// note once.
 func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
+	if d := pagesOf(r); d != nil && isNavigation(r) {
+		if n := d.takeNote(w, r); n != (note{}) {
+			r = r.WithContext(withNote(r.Context(), n))
+		}
+	}
 	err := h(w, r)
 	if err == nil {
 		return
@@ -193,7 +210,7 @@ func (d *Dashboard) execute(w http.ResponseWriter, r *http.Request, name, tmpl s
 	if t == nil {
 		return fmt.Errorf("no template %q", name)
 	}
-	v := view{Principal: tenant.PrincipalFrom(r.Context()), Data: data, Flash: r.URL.Query().Get("flash")}
+	v := view{Principal: tenant.PrincipalFrom(r.Context()), Data: data, Flash: noteFrom(r.Context()).Message}
 	if m, ok := data.(interface{ meta() (string, string) }); ok {
 		v.Title, v.Nav = m.meta()
 	}
@@ -216,14 +233,11 @@ func (d *Dashboard) execute(w http.ResponseWriter, r *http.Request, name, tmpl s
 	return err
 }
 
-// redirect answers a form post with 303 to path, with a message to show.
+// redirect answers a form post with 303 to path, with a message the next page
+// shows once (a one-shot note, never a query parameter).
 func redirect(w http.ResponseWriter, r *http.Request, path, flash string) error {
-	if flash != "" {
-		sep := "?"
-		if strings.Contains(path, "?") {
-			sep = "&"
-		}
-		path += sep + "flash=" + url.QueryEscape(flash)
+	if d := pagesOf(r); d != nil && flash != "" {
+		d.setNote(w, r, note{Message: flash})
 	}
 	http.Redirect(w, r, path, http.StatusSeeOther)
 	return nil

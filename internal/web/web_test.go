@@ -32,9 +32,11 @@ func TestDashboardInbox(t *testing.T) {
 		e.deliver("default", mail("Welcome aboard", "hello"))
 		mustContain(t, b.get("/"), "default", "<strong>1</strong> email", "alice@example.com")
 
-		if p := b.post("/inboxes", url.Values{"namespace": {"Signup"}}); p.status != http.StatusSeeOther || p.header.Get("Location") != "/inboxes/signup?flash=Created+inbox+signup." {
+		if p := b.post("/inboxes", url.Values{"namespace": {"Signup"}}); p.status != http.StatusSeeOther || p.header.Get("Location") != "/inboxes/signup" {
 			t.Fatalf("create namespace: %d %q %s", p.status, p.header.Get("Location"), p.body)
 		}
+		mustContain(t, b.get("/inboxes/signup"), `<p class="flash" role="status">Created inbox signup.</p>`)
+		mustLack(t, b.get("/inboxes/signup"), "Created inbox signup.")
 		if p := b.post("/inboxes", url.Values{"namespace": {"elsewhere"}}); p.status != http.StatusConflict {
 			t.Fatalf("create a taken name: %d", p.status)
 		}

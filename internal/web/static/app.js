@@ -1,6 +1,6 @@
 // Catchbox dashboard: the few things a page cannot do without script. Every
-// page works without it; this adds live updates, copy buttons, confirmations
-// and countdowns.
+// page works without it; this adds live updates, copy buttons, confirmations,
+// countdowns, and times in the browser's own zone.
 "use strict";
 
 // Live rows: the server sends an event when mail lands; the rows are fetched
@@ -23,6 +23,7 @@ function live(el) {
         if (!seen.has(row.dataset.id)) { row.classList.add("new"); seen.add(row.dataset.id); }
       }
       el.replaceChildren(...tmp.childNodes);
+      el.querySelectorAll("time[data-local]").forEach(localTime);
     } finally {
       busy = false;
       if (again) { again = false; refresh(); }
@@ -54,6 +55,66 @@ function copy(btn) {
   });
 }
 
+// Times are written in UTC with their date; they are shown in the browser's
+// own zone and language, with the zone named ("Nov 28, 4:04 PM GMT+1"), the
+// year only when it is not this one. The full time is the element's title.
+function localTime(el) {
+  const t = new Date(el.getAttribute("datetime"));
+  if (isNaN(t)) return;
+  const opts = { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" };
+  if (el.dataset.local === "seconds") opts.second = "2-digit";
+  if (t.getFullYear() !== new Date().getFullYear()) opts.year = "numeric";
+  el.textContent = new Intl.DateTimeFormat(undefined, opts).format(t);
+  el.title = new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "long" }).format(t);
+}
+
+// The name of the browser's zone as a time shows it ("GMT+1", "PST").
+function zoneName() {
+  const part = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(new Date())
+    .find((p) => p.type === "timeZoneName");
+  return part ? part.value : "";
+}
+
+const pad = (n) => String(n).padStart(2, "0");
+
+// The search's date and time fields are in UTC for the server (and without
+// script); with it they are in the browser's zone, as the list's times are:
+// shown converted, and sent as the Unix seconds they mean. An "until" field
+// covers its whole minute.
+function localFilters(form) {
+  const fields = [...form.querySelectorAll("input[data-utc]")];
+  for (const f of fields) {
+    if (!f.value) continue;
+    const t = new Date(f.value + ":00Z");
+    if (isNaN(t)) continue;
+    f.value = `${t.getFullYear()}-${pad(t.getMonth() + 1)}-${pad(t.getDate())}T${pad(t.getHours())}:${pad(t.getMinutes())}`;
+  }
+  const zone = zoneName();
+  if (zone) form.querySelectorAll("[data-zone-label]").forEach((l) => { l.textContent = `(${zone})`; });
+  form.addEventListener("submit", () => {
+    for (const f of fields) {
+      if (!f.value) continue;
+      const t = new Date(f.value); // a datetime-local value is read in the browser's zone
+      if (isNaN(t)) continue;
+      const secs = Math.floor(t.getTime() / 1000) + (f.dataset.utc === "until" ? 59 : 0);
+      const hidden = document.createElement("input");
+      Object.assign(hidden, { type: "hidden", name: f.name, value: String(secs) });
+      form.append(hidden);
+      f.disabled = true;
+    }
+  });
+}
+
+// A search form leaves its empty fields out of the address, which then reads
+// as the search it is (the server takes empty fields as absent anyway).
+function dropEmpty(form) {
+  form.addEventListener("submit", () => {
+    for (const el of form.elements) {
+      if (el.name && !el.disabled && el.value === "") el.disabled = true;
+    }
+  });
+}
+
 // Countdowns to a code's expiry; when it runs out the page shows the next code.
 function countdown(el) {
   const end = Date.parse(el.dataset.expires);
@@ -70,6 +131,9 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("[data-live-rows]").forEach(live);
   document.querySelectorAll("[data-copy]").forEach(copy);
   document.querySelectorAll("[data-expires]").forEach(countdown);
+  document.querySelectorAll("time[data-local]").forEach(localTime);
+  new Set([...document.querySelectorAll("input[data-utc]")].map((i) => i.form)).forEach(localFilters);
+  document.querySelectorAll("form[data-drop-empty]").forEach(dropEmpty);
   // A page showing work under way (a deliverability report) looks again shortly.
   document.querySelectorAll("[data-refresh]").forEach((el) =>
     setTimeout(() => location.reload(), Number(el.dataset.refresh) * 1000));
