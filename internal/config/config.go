@@ -116,11 +116,19 @@ func Zones(list string) []string {
 
 // validate checks the deliverability settings.
 func (d *Deliverability) validate() error {
-	if d.DNSTimeout <= 0 || d.SpamdTimeout <= 0 || d.ReportTimeout <= 0 || d.ReportCheckTimeout <= 0 {
-		return fmt.Errorf("dns-timeout, spamd-timeout, report-timeout and report-check-timeout must be positive")
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"dns-timeout", d.DNSTimeout}, {"spamd-timeout", d.SpamdTimeout}, {"report-timeout", d.ReportTimeout}, {"report-check-timeout", d.ReportCheckTimeout}} {
+		if t.d <= 0 {
+			return invalid("must be positive", t.flag)
+		}
 	}
-	if d.SpamdWorkers < 1 || d.ReportWorkers < 1 {
-		return fmt.Errorf("spamd-workers and report-workers must be at least 1")
+	if d.SpamdWorkers < 1 {
+		return invalid("must be at least 1", "spamd-workers")
+	}
+	if d.ReportWorkers < 1 {
+		return invalid("must be at least 1", "report-workers")
 	}
 	if d.DNSServer != "" {
 		if _, _, err := net.SplitHostPort(d.DNSServer); err != nil {
@@ -129,60 +137,93 @@ func (d *Deliverability) validate() error {
 	}
 	if d.SpamdAddr != "" {
 		if _, _, err := net.SplitHostPort(d.SpamdAddr); err != nil {
-			return fmt.Errorf("spamd-addr must be host:port: %w", err)
+			return invalid(fmt.Sprintf("must be host:port, not %q", d.SpamdAddr), "spamd-addr")
 		}
 	}
 	return nil
 }
 
-// Validate checks values kong cannot, and fills derived defaults.
+// Validate checks values kong cannot, and fills derived defaults. Its errors
+// name each setting by its flag (--wait-hold); the command line names it as
+// the user gave it, flag or environment variable.
 func (c *Serve) Validate() error {
+	if err := checkEmpty(reflect.ValueOf(c).Elem()); err != nil {
+		return err
+	}
 	if c.WaitHold <= 0 {
-		return fmt.Errorf("wait-hold must be positive")
+		return invalid("must be positive", "wait-hold")
 	}
 	if c.SMTPMaxMessageBytes < 1024 {
-		return fmt.Errorf("smtp-max-message-bytes must be at least 1024")
+		return invalid("must be at least 1024", "smtp-max-message-bytes")
 	}
-	if c.SMTPMaxRecipients < 1 || c.SMTPMaxConnections < 1 || c.SMTPMaxCommands < 10 || c.SMTPMaxConnsPerIP < 1 {
-		return fmt.Errorf("smtp limits must be positive")
+	for _, l := range []struct {
+		flag     string
+		n, least int
+	}{
+		{"smtp-max-recipients", c.SMTPMaxRecipients, 1}, {"smtp-max-connections", c.SMTPMaxConnections, 1},
+		{"smtp-max-commands", c.SMTPMaxCommands, 10}, {"smtp-max-connections-per-ip", c.SMTPMaxConnsPerIP, 1},
+	} {
+		if l.n < l.least {
+			return invalid(fmt.Sprintf("must be at least %d", l.least), l.flag)
+		}
+	}
+	if c.SMTPIdleTimeout <= 0 {
+		return invalid("must be positive", "smtp-idle-timeout")
 	}
 	if err := c.validateRateLimits(); err != nil {
 		return err
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
-		return fmt.Errorf("tls-cert and tls-key must be set together")
+		return invalid("must be set together", "tls-cert", "tls-key")
 	}
 	if c.SearchMemoryBytes < 0 {
-		return fmt.Errorf("search-memory-bytes must not be negative")
+		return invalid("must not be negative", "search-memory-bytes")
 	}
 	if _, err := ParseBytes(c.MemoryLimit); err != nil {
-		return fmt.Errorf("memory-limit: %w", err)
+		return invalid(err.Error(), "memory-limit")
 	}
 	if n, _ := ParseBytes(c.MemoryLimit); n != 0 && n < MinMemoryLimit {
-		return fmt.Errorf("memory-limit must be at least 32MiB (the server itself takes about 20 MiB)")
+		return invalid("must be at least 32MiB (the server itself takes about 20 MiB)", "memory-limit")
 	}
 	if c.RetentionMax < time.Minute {
-		return fmt.Errorf("retention-max must be at least 60s")
+		return invalid("must be at least 60s", "retention-max")
+	}
+	if c.ReaperInterval <= 0 {
+		return invalid("must be positive", "reaper-interval")
+	}
+	if c.SMSRetention < 0 {
+		return invalid("must not be negative", "sms-retention")
 	}
 	if c.OutboundContentTTL < time.Minute {
-		return fmt.Errorf("outbound-content-ttl must be at least 1m")
+		return invalid("must be at least 1m", "outbound-content-ttl")
 	}
 	if c.OutboundMaxAge < time.Minute {
-		return fmt.Errorf("outbound-max-age must be at least 1m")
+		return invalid("must be at least 1m", "outbound-max-age")
 	}
 	if _, err := c.Relay(); err != nil {
 		return err
 	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		return invalid(fmt.Sprintf("must be host:port (127.0.0.1:8025), not %q", c.HTTPAddr), "http-addr")
+	}
 	if len(c.SMTPAddrs()) == 0 {
-		return fmt.Errorf("smtp-addr must name at least one address")
+		return invalid("must name at least one address", "smtp-addr")
+	}
+	for _, a := range c.SMTPAddrs() {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return invalid(fmt.Sprintf("must be host:port addresses, comma separated (127.0.0.1:2525), not %q", a), "smtp-addr")
+		}
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("public-url must be an http(s) URL")
+			return invalid(fmt.Sprintf("must be an http(s) URL, not %q", c.PublicURL), "public-url")
 		}
 	}
-	c.MailDomain = strings.ToLower(strings.TrimSuffix(c.MailDomain, "."))
+	c.MailDomain = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(c.MailDomain), "."))
+	if !hostName(c.MailDomain) {
+		return invalid(fmt.Sprintf("must be a domain name such as localhost or mail.example.com, not %q", c.MailDomain), "mail-domain")
+	}
 	if err := c.Mode.validate(); err != nil {
 		return err
 	}
@@ -190,6 +231,75 @@ func (c *Serve) Validate() error {
 		return err
 	}
 	return c.Deliverability.validate()
+}
+
+// SettingError is a setting whose value is refused. Its text names each
+// setting by its flag (--wait-hold); cmd/catchbox names it as the user gave it
+// instead, the environment variable when the value came from there.
+type SettingError struct {
+	Flags  []string // without dashes
+	Reason string
+}
+
+func (e *SettingError) Error() string {
+	names := make([]string, len(e.Flags))
+	for i, f := range e.Flags {
+		names[i] = "--" + f
+	}
+	return strings.Join(names, " and ") + " " + e.Reason
+}
+
+// invalid is a SettingError: reason is what is wrong with the settings flags.
+func invalid(reason string, flags ...string) error {
+	return &SettingError{Flags: flags, Reason: reason}
+}
+
+// checkEmpty refuses an empty value of every string setting that has a
+// default: an empty CATCHBOX_MAIL_DOMAIN is a mistake, not a wish for no
+// domain (unset the variable to get the default). Embedded structs are
+// checked too.
+func checkEmpty(v reflect.Value) error {
+	for i := 0; i < v.NumField(); i++ {
+		f, field := v.Field(i), v.Type().Field(i)
+		if field.Anonymous && f.Kind() == reflect.Struct {
+			if err := checkEmpty(f); err != nil {
+				return err
+			}
+			continue
+		}
+		def, ok := field.Tag.Lookup("default")
+		if !ok || def == "" || f.Kind() != reflect.String || strings.TrimSpace(f.String()) != "" {
+			continue
+		}
+		return invalid(fmt.Sprintf("is empty: give a value, or leave it unset for the default (%s)", def), field.Tag.Get("name"))
+	}
+	return nil
+}
+
+// CheckStore checks the store settings of a command that opens the store
+// without serving (admin).
+func (s *Store) CheckStore() error {
+	return checkEmpty(reflect.ValueOf(s).Elem())
+}
+
+// hostName reports whether d is a domain name: dot-separated labels of 1 to 63
+// letters, digits and hyphens, not starting or ending with a hyphen, at most
+// 253 octets (RFC 1035 section 2.3.4).
+func hostName(d string) bool {
+	if d == "" || len(d) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(d, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // MinMemoryLimit is the smallest CATCHBOX_MEMORY_LIMIT: an idle server holds
@@ -226,23 +336,26 @@ func ParseBytes(v string) (int64, error) {
 // trusted proxy an address or a CIDR range.
 func (c *Serve) validateRateLimits() error {
 	for _, r := range []struct {
-		name  string
-		rate  float64
-		burst int
+		name, burstName string
+		rate            float64
+		burst           int
 	}{
-		{"rate-limit-key", c.RateLimitKey, c.RateLimitKeyBurst},
-		{"rate-limit-ip", c.RateLimitIP, c.RateLimitIPBurst},
-		{"auth-failure-limit", c.AuthFailureLimit, c.AuthFailureBurst},
+		{"rate-limit-key", "rate-limit-key-burst", c.RateLimitKey, c.RateLimitKeyBurst},
+		{"rate-limit-ip", "rate-limit-ip-burst", c.RateLimitIP, c.RateLimitIPBurst},
+		{"auth-failure-limit", "auth-failure-burst", c.AuthFailureLimit, c.AuthFailureBurst},
 	} {
 		if r.rate < 0 || math.IsNaN(r.rate) || math.IsInf(r.rate, 0) {
-			return fmt.Errorf("%s must be a number of requests per second, 0 or more", r.name)
+			return invalid("must be a number of requests per second, 0 or more", r.name)
 		}
 		if r.burst < 1 {
-			return fmt.Errorf("%s's burst must be at least 1", r.name)
+			return invalid("must be at least 1", r.burstName)
 		}
 	}
-	if c.SMTPAuthFailures < 1 || c.SMTPAuthLockout <= 0 {
-		return fmt.Errorf("smtp-auth-failures must be at least 1, and smtp-auth-lockout positive")
+	if c.SMTPAuthFailures < 1 {
+		return invalid("must be at least 1", "smtp-auth-failures")
+	}
+	if c.SMTPAuthLockout <= 0 {
+		return invalid("must be positive", "smtp-auth-lockout")
 	}
 	if _, err := c.TrustedProxyPrefixes(); err != nil {
 		return err
@@ -262,7 +375,7 @@ func (c *Serve) TrustedProxyPrefixes() ([]netip.Prefix, error) {
 		if err != nil {
 			a, aerr := netip.ParseAddr(s)
 			if aerr != nil {
-				return nil, fmt.Errorf("trusted-proxies: %q is neither an address nor a CIDR range", s)
+				return nil, invalid(fmt.Sprintf("names %q, neither an address nor a CIDR range", s), "trusted-proxies")
 			}
 			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
 		}

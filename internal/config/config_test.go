@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"errors"
 	"os"
 	"reflect"
 	"strings"
@@ -36,5 +37,44 @@ func TestDefaults(t *testing.T) {
 	}
 	if err := got.Validate(); err != nil {
 		t.Errorf("Defaults() are not valid: %v", err)
+	}
+}
+
+// TestValidateNamesTheSetting: a refused value is named by its flag, and a
+// string setting that has a default may not be empty (an empty
+// CATCHBOX_MAIL_DOMAIN is a mistake, not a wish).
+func TestValidateNamesTheSetting(t *testing.T) {
+	for _, c := range []struct {
+		set  func(*config.Serve)
+		want string
+	}{
+		{func(c *config.Serve) { c.MailDomain = "" }, "--mail-domain is empty"},
+		{func(c *config.Serve) { c.MailDomain = "  " }, "--mail-domain is empty"},
+		{func(c *config.Serve) { c.MailDomain = "mail_example.com" }, "--mail-domain must be a domain name"},
+		{func(c *config.Serve) { c.MailDomain = "-x.example" }, "--mail-domain must be a domain name"},
+		{func(c *config.Serve) { c.DataDir = "" }, "--data-dir is empty"},
+		{func(c *config.Serve) { c.HTTPAddr = "" }, "--http-addr is empty"},
+		{func(c *config.Serve) { c.HTTPAddr = "8025" }, "--http-addr must be host:port"},
+		{func(c *config.Serve) { c.SMTPAddr = "127.0.0.1:2525,2526" }, "--smtp-addr must be host:port"},
+		{func(c *config.Serve) { c.DNSBLIPZones = "" }, "--dnsbl-ip-zones is empty"},
+		{func(c *config.Serve) { c.WaitHold = 0 }, "--wait-hold must be positive"},
+		{func(c *config.Serve) { c.TLSCert = "cert.pem" }, "--tls-cert and --tls-key must be set together"},
+		{func(c *config.Serve) { c.RateLimitIPBurst = 0 }, "--rate-limit-ip-burst must be at least 1"},
+		{func(c *config.Serve) { c.TrustedProxies = "nonsense" }, "--trusted-proxies names \"nonsense\""},
+		{func(c *config.Serve) { c.WebhookWorkers = 0 }, "--webhook-workers must be at least 1"},
+		{func(c *config.Serve) { c.ReportTimeout = 0 }, "--report-timeout must be positive"},
+	} {
+		cfg := config.Defaults()
+		c.set(&cfg)
+		err := cfg.Validate()
+		var se *config.SettingError
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || !errors.As(err, &se) {
+			t.Errorf("Validate() = %v; want a SettingError starting %q", err, c.want)
+		}
+	}
+	cfg := config.Defaults()
+	cfg.MailDomain = "Mail.Example.COM."
+	if err := cfg.Validate(); err != nil || cfg.MailDomain != "mail.example.com" {
+		t.Errorf("Validate() = %v, mail domain %q; want mail.example.com", err, cfg.MailDomain)
 	}
 }

@@ -29,7 +29,7 @@ const (
 func (m *Mode) validate() error {
 	if m.AllowPrivateTargets != "" {
 		if _, err := strconv.ParseBool(m.AllowPrivateTargets); err != nil {
-			return fmt.Errorf("allow-private-targets must be true or false")
+			return invalid(fmt.Sprintf("must be true or false, not %q", m.AllowPrivateTargets), "allow-private-targets")
 		}
 	}
 	m.CatchAll = strings.ToLower(strings.TrimSpace(m.CatchAll))

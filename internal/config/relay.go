@@ -51,7 +51,7 @@ func ParseRelayURL(s string) (*Relay, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	const name = "relay-url (CATCHBOX_RELAY_URL)"
+	const name = "--relay-url"
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a URL of the form smtp://user:pass@host:port?tls=starttls|tls|none", name)

@@ -55,7 +55,7 @@ func TestParseRelayURL(t *testing.T) {
 func TestValidateOutbound(t *testing.T) {
 	c := config.Defaults()
 	c.RelayURL = "smtp://u:secretpw@relay:25?tls=bad"
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "CATCHBOX_RELAY_URL") || strings.Contains(err.Error(), "secretpw") {
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--relay-url") || strings.Contains(err.Error(), "secretpw") {
 		t.Errorf("Validate with a bad relay URL = %v", err)
 	}
 	c = config.Defaults()

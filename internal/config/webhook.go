@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Webhook configures deliveries to the organisations' webhook endpoints
 // (internal/webhook).
@@ -18,12 +15,25 @@ type Webhook struct {
 }
 
 func (w *Webhook) validate() error {
-	if w.WebhookMaxAge < time.Second || w.WebhookBackoff <= 0 || w.WebhookMaxBackoff < w.WebhookBackoff ||
-		w.WebhookDisableAfter <= 0 || w.WebhookTimeout <= 0 {
-		return fmt.Errorf("webhook-max-age must be at least 1s, webhook-backoff, -disable-after and -timeout positive, and webhook-max-backoff at least webhook-backoff")
+	if w.WebhookMaxAge < time.Second {
+		return invalid("must be at least 1s", "webhook-max-age")
 	}
-	if w.WebhookMaxEndpoints < 1 || w.WebhookWorkers < 1 {
-		return fmt.Errorf("webhook-max-endpoints and webhook-workers must be at least 1")
+	for _, d := range []struct {
+		flag string
+		d    time.Duration
+	}{{"webhook-backoff", w.WebhookBackoff}, {"webhook-disable-after", w.WebhookDisableAfter}, {"webhook-timeout", w.WebhookTimeout}} {
+		if d.d <= 0 {
+			return invalid("must be positive", d.flag)
+		}
+	}
+	if w.WebhookMaxBackoff < w.WebhookBackoff {
+		return invalid("must be at least --webhook-backoff", "webhook-max-backoff")
+	}
+	if w.WebhookMaxEndpoints < 1 {
+		return invalid("must be at least 1", "webhook-max-endpoints")
+	}
+	if w.WebhookWorkers < 1 {
+		return invalid("must be at least 1", "webhook-workers")
 	}
 	return nil
 }
