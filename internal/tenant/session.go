@@ -201,7 +201,8 @@ func (ss *Sessions) Authenticate(r *http.Request) (Principal, bool, error) {
 	return Principal{Org: orgs[0], User: &u, Orgs: orgs, Session: h}, true, nil
 }
 
-// ReapSessions deletes the sessions that have ended by now (a periodic job).
+// ReapSessions deletes the sessions that have ended by now, and the sign-in
+// links that have expired unused (a periodic job).
 func ReapSessions(ctx context.Context, db *store.DB, now time.Time) (int, error) {
 	res, err := db.Exec(ctx, "DELETE FROM sessions WHERE expires_at <= ? OR last_seen_at <= ?",
 		now.UnixMilli(), now.Add(-DefaultSessionIdle).UnixMilli())
@@ -209,5 +210,8 @@ func ReapSessions(ctx context.Context, db *store.DB, now time.Time) (int, error)
 		return 0, fmt.Errorf("delete ended sessions: %w", err)
 	}
 	n, _ := res.RowsAffected()
+	if _, err := db.Exec(ctx, "DELETE FROM signin_links WHERE expires_at <= ?", now.UnixMilli()); err != nil {
+		return int(n), fmt.Errorf("delete expired sign-in links: %w", err)
+	}
 	return int(n), nil
 }

@@ -166,6 +166,24 @@ func (s *Service) UpdateOrg(ctx context.Context, name string, deviceLimit *int, 
 
 const orgColumns = "id, name, totp_device_limit, totp_enabled, created_at, updated_at"
 
+// ListOrgs lists every organisation, by name.
+func (s *Service) ListOrgs(ctx context.Context) ([]Org, error) {
+	rows, err := s.db.Query(ctx, "SELECT id, name, totp_device_limit, totp_enabled, created_at, updated_at FROM orgs ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("list organisations: %w", err)
+	}
+	defer rows.Close()
+	var out []Org
+	for rows.Next() {
+		o, err := scanOrg(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
 func scanOrg(row interface{ Scan(...any) error }) (Org, error) {
 	var o Org
 	var created, updated int64
@@ -553,7 +571,8 @@ func (s *Service) SMTPPassword(n Namespace) string {
 }
 
 // Bootstrap prepares an empty store on first start: organisation "default",
-// namespace "default" and an API key (apiKey, or a generated one). It returns the
+// namespace "default" and an API key (apiKey, or a generated one); the
+// service then makes the organisation's owner (EnsureOwner). It returns the
 // key when it created one, "" when the store was not empty. Safe when several
 // replicas start at once: only one creates.
 func (s *Service) Bootstrap(ctx context.Context, apiKey string) (string, error) {

@@ -206,7 +206,8 @@ func (s *Service) CheckUser(ctx context.Context, email, password string) (User, 
 	return u, nil
 }
 
-// SetPassword changes the user's password and ends every session they have.
+// SetPassword changes the user's password and ends every session they have;
+// their unused sign-in links stop working too.
 func (s *Service) SetPassword(ctx context.Context, userID, password string) error {
 	if err := checkPasswordLen(password); err != nil {
 		return err
@@ -220,8 +221,12 @@ func (s *Service) SetPassword(ctx context.Context, userID, password string) erro
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrNotFound
 		}
-		_, err = tx.Exec(ctx, "DELETE FROM sessions WHERE user_id = ?", userID)
-		return err
+		for _, q := range []string{"DELETE FROM sessions WHERE user_id = ?", "DELETE FROM signin_links WHERE user_id = ?"} {
+			if _, err := tx.Exec(ctx, q, userID); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -229,7 +234,8 @@ func (s *Service) SetPassword(ctx context.Context, userID, password string) erro
 // still holding a session cookie is signed out at its next request.
 func (s *Service) RemoveUser(ctx context.Context, userID string) error {
 	return s.db.InTx(ctx, func(tx *store.Tx) error {
-		for _, q := range []string{"DELETE FROM sessions WHERE user_id = ?", "DELETE FROM memberships WHERE user_id = ?"} {
+		for _, q := range []string{"DELETE FROM sessions WHERE user_id = ?", "DELETE FROM signin_links WHERE user_id = ?",
+			"DELETE FROM memberships WHERE user_id = ?"} {
 			if _, err := tx.Exec(ctx, q, userID); err != nil {
 				return fmt.Errorf("remove user: %w", err)
 			}
