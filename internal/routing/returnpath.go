@@ -55,6 +55,16 @@ func (r *Rule) ParseReturnPath(key *secret.Key, addr string) (id string, ok bool
 	return id, true
 }
 
+// LooksLikeReturnPath reports whether addr has the form of a return path of
+// this mail domain (bounce+...@<mail domain>), whether or not its tag is
+// right: such an address is the server's own, never a mailbox a catch-all
+// namespace should take.
+func (r *Rule) LooksLikeReturnPath(addr string) bool {
+	addr = strings.ToLower(strings.TrimSuffix(addr, "."))
+	at := strings.LastIndexByte(addr, '@')
+	return at >= 0 && addr[at+1:] == r.domain && strings.HasPrefix(addr[:at], returnPrefix)
+}
+
 func returnTag(key *secret.Key, id string) string {
 	return key.Hex(returnTagLen, returnPurpose, id)
 }

@@ -25,7 +25,6 @@ var (
 	// session chooses its success text; it is returned only after the commit.
 	replyStored = smtpErr(250, smtp.EnhancedCode{2, 0, 0}, "Message stored")
 
-	errNoSuchMailbox   = smtpErr(550, smtp.EnhancedCode{5, 1, 1}, "No such mailbox here")
 	errBadAddress      = smtpErr(550, smtp.EnhancedCode{5, 1, 3}, "Bad recipient address syntax")
 	errNotOwnNamespace = smtpErr(550, smtp.EnhancedCode{5, 7, 1}, "Authenticated clients may only send to their own namespace")
 	errUTF8Required    = smtpErr(553, smtp.EnhancedCode{5, 6, 7}, "Non-ASCII address requires the SMTPUTF8 parameter on MAIL")
@@ -52,3 +51,11 @@ var (
 	// failed attempts; the connection is closed after it (RFC 5321 section 3.8).
 	errAuthThrottled = smtpErr(421, smtp.EnhancedCode{4, 7, 0}, "Too many failed authentications from your address, try again later")
 )
+
+// replyNoSuchMailbox refuses a recipient that no namespace takes (and no
+// catch-all namespace catches), saying which addresses are taken, so that
+// the sender's log tells a person what would have worked.
+func replyNoSuchMailbox(domain string) *smtp.SMTPError {
+	return smtpErr(550, smtp.EnhancedCode{5, 1, 1},
+		"No such mailbox: this server takes mail for <anything>@<namespace>."+domain+", for an existing namespace")
+}

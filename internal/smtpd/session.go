@@ -249,10 +249,12 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) (err error) {
 }
 
 // Rcpt implements smtp.Session: it accepts a recipient of an existing
-// namespace (of the authenticated one after AUTH) and groups recipients by
-// namespace. A repeated address is accepted again and counts once. Which
-// namespace an address reaches is routing's rule, shared with the delivery of
-// outbound mail; the order of the checks and their replies are the session's.
+// namespace (of the authenticated one after AUTH), or, from an
+// unauthenticated client, a recipient of no namespace into the catch-all
+// namespace when there is one, and groups recipients by namespace. A repeated
+// address is accepted again and counts once. Which namespace an address
+// reaches is routing's rule, shared with the delivery of outbound mail; the
+// order of the checks, the catch-all and the replies are the session's.
 func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
 	defer s.guard("rcpt", &err)
 	defer func() {
@@ -274,8 +276,10 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
 		return errNotOwnNamespace
 	}
 	key := strings.ToLower(rcpt.Mailbox)
-	if perr != nil {
-		return s.rcptReturnPath(key)
+	if perr != nil && s.srv.cfg.Returns != nil {
+		if id, ok := s.srv.cfg.Returns.ReturnPath(key); ok {
+			return s.rcptReturnPath(key, id)
+		}
 	}
 	if s.seen[key] {
 		return nil
@@ -284,16 +288,26 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
 		return errTooManyRcpts // RFC 5321 section 4.5.3.1.10
 	}
 	var ns tenant.Namespace
-	if s.authNS != nil {
+	switch {
+	case s.authNS != nil:
 		ns = *s.authNS
-	} else {
+	case perr != nil && s.srv.routes.LooksLikeReturnPath(key):
+		return s.srv.noSuchMailbox // a forged or stale return path is caught by no one
+	case perr != nil:
+		if ns, err = s.catchAll(); err != nil {
+			return err
+		}
+	default:
 		ns, err = s.namespace(rcpt.Namespace)
 		if errors.Is(err, routing.ErrNoNamespace) {
-			return errNoSuchMailbox
+			ns, err = s.catchAll()
 		}
 		if err != nil {
-			slog.Error("Looking up an SMTP recipient's namespace failed", "client_ip", s.clientIP, "err", err)
-			return errTempLookup
+			if !errors.Is(err, s.srv.noSuchMailbox) {
+				slog.Error("Looking up an SMTP recipient's namespace failed", "client_ip", s.clientIP, "err", err)
+				return errTempLookup
+			}
+			return err
 		}
 	}
 	if s.seen == nil {
@@ -312,18 +326,32 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
 	return nil
 }
 
+// catchAll is the catch-all namespace, for a recipient of no namespace; the
+// 550 that names the accepted addresses when there is none, or when it has
+// been deleted (logged once until it is back).
+func (s *session) catchAll() (tenant.Namespace, error) {
+	name := s.srv.cfg.CatchAll
+	if name == "" {
+		return tenant.Namespace{}, s.srv.noSuchMailbox
+	}
+	ns, err := s.namespace(name)
+	if errors.Is(err, routing.ErrNoNamespace) {
+		if !s.srv.catchAllMissing.Swap(true) {
+			slog.Warn("The catch-all namespace does not exist: mail to addresses of no namespace is refused until it is created (catchbox admin namespace create NAME --org ORG) or CATCHBOX_CATCH_ALL changes",
+				"catch_all", name)
+		}
+		return tenant.Namespace{}, s.srv.noSuchMailbox
+	}
+	if err == nil {
+		s.srv.catchAllMissing.Store(false)
+	}
+	return ns, err
+}
+
 // rcptReturnPath accepts a return path of outbound mail (an address of the
-// bare mail domain, lower-cased as key) from an unauthenticated client, and
-// refuses any other address of no namespace, a forged return path among them,
-// as an unknown mailbox.
-func (s *session) rcptReturnPath(key string) error {
-	if s.srv.cfg.Returns == nil {
-		return errNoSuchMailbox
-	}
-	id, ok := s.srv.cfg.Returns.ReturnPath(key)
-	if !ok {
-		return errNoSuchMailbox
-	}
+// bare mail domain, lower-cased as key, made for the outbound email id) from
+// an unauthenticated client.
+func (s *session) rcptReturnPath(key, id string) error {
 	if s.seen[key] {
 		return nil
 	}

@@ -78,6 +78,14 @@ type Config struct {
 	// Returns receives mail sent back to the return paths of outbound mail;
 	// nil refuses return paths like any address of the bare mail domain.
 	Returns Returns
+
+	// CatchAll is the namespace that receives mail whose recipient names no
+	// existing namespace (another domain, the bare mail domain, an unknown
+	// namespace), the original address kept as a recipient; "" refuses such
+	// a recipient with 550 5.1.1 and a text naming the accepted form. It
+	// applies to unauthenticated clients: after AUTH a client may only send
+	// to its own namespace. Return paths of outbound mail are never caught.
+	CatchAll string
 }
 
 // Returns receives what is sent to the return paths of outbound mail
@@ -160,6 +168,13 @@ type Server struct {
 	authArrived, authEvaluating func()
 
 	lastLimitLog atomic.Int64 // unix ms of the last "connection limit reached" log
+
+	// noSuchMailbox is the 550 5.1.1 for a recipient no namespace takes; its
+	// text names the form of the addresses that are taken.
+	noSuchMailbox *smtp.SMTPError
+	// catchAllMissing is set while the catch-all namespace is found missing,
+	// so that it is logged once, not at every recipient.
+	catchAllMissing atomic.Bool
 }
 
 // New returns a listener that stores mail through ingester and finds namespaces
@@ -209,6 +224,8 @@ func New(cfg Config, tenants *tenant.Service, ingester *inbox.Ingester) *Server 
 		conns:    map[*conn]struct{}{},
 		perIP:    map[string]int{},
 		failed:   limit.New(1/cfg.AuthLockout.Seconds(), cfg.AuthFailures),
+
+		noSuchMailbox: replyNoSuchMailbox(domain),
 	}
 	// A connection whose credentials arrive while the address's attempts are
 	// all being evaluated waits for their outcome: a sender opening many
@@ -245,7 +262,7 @@ func (s *Server) Serve(l net.Listener) error {
 		return smtp.ErrServerClosed
 	}
 	slog.Info("SMTP listener started", "addr", l.Addr().String(), "domain", s.routes.Domain(),
-		"starttls", s.cfg.TLSConfig != nil, "require_tls", s.cfg.RequireTLS)
+		"catch_all", s.cfg.CatchAll, "starttls", s.cfg.TLSConfig != nil, "require_tls", s.cfg.RequireTLS)
 	err := s.smtp.Serve(&listener{Listener: l, srv: s})
 	if err != nil {
 		return fmt.Errorf("smtp serve %s: %w", l.Addr(), err)

@@ -362,6 +362,10 @@ func TestRecipientReplies(t *testing.T) {
 			if !errors.As(err, &se) || se.Code != tc.code || se.EnhancedCode != tc.enhanced {
 				t.Errorf("rcpt %s: got %v, want %d %v", tc.rcpt, err, tc.code, tc.enhanced)
 			}
+			// Without a catch-all, the 550 says which addresses are taken.
+			if tc.enhanced == (smtp.EnhancedCode{5, 1, 1}) && (se == nil || !strings.Contains(se.Message, "<anything>@<namespace>.localhost")) {
+				t.Errorf("rcpt %s: %v does not name the accepted form", tc.rcpt, err)
+			}
 		}
 		w, err := c.Data()
 		if err != nil {
@@ -389,6 +393,69 @@ func TestRecipientReplies(t *testing.T) {
 		}
 		if err := c.Reset(); err != nil {
 			t.Fatalf("rset: %v", err)
+		}
+	})
+}
+
+// TestCatchAll: with a catch-all namespace, a recipient of no namespace
+// (another domain, the bare mail domain, an unknown namespace, an address
+// literal) is stored there, its address kept; recipients of a namespace still
+// reach it; a return path's form is never caught; a client authenticated as a
+// namespace still sends to it alone; and a catch-all namespace that does not
+// exist refuses as if there were none.
+func TestCatchAll(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db, Config{CatchAll: "beta"})
+		c := h.dial()
+		if err := c.Mail("app@example.org", nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, rcpt := range []string{"Someone@Example.com", "a@nosuch.localhost", "b@localhost", "c@x.alpha.localhost", "d@[127.0.0.1]", "e@alpha.localhost"} {
+			if err := c.Rcpt(rcpt, nil); err != nil {
+				t.Errorf("rcpt %s: %v", rcpt, err)
+			}
+		}
+		wantSMTPError(t, c.Rcpt("bounce+01a21259-c6d7-7706-be06-9ea19d32b4ba.0123456789abcdef@localhost", nil), 550, smtp.EnhancedCode{5, 1, 1})
+		wantSMTPError(t, c.Rcpt("a@alpha..localhost", nil), 550, smtp.EnhancedCode{5, 1, 3})
+		w, err := c.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(message("app@example.org", "Someone@Example.com", "caught", "hello"))
+		if err := w.Close(); err != nil {
+			t.Fatalf("end of data: %v", err)
+		}
+		caught := h.emails("beta")
+		if len(caught) != 1 || caught[0].Subject != "caught" {
+			t.Fatalf("beta holds %+v, want the caught message", caught)
+		}
+		want := []string{"a@nosuch.localhost", "b@localhost", "c@x.alpha.localhost", "d@[127.0.0.1]", "someone@example.com"}
+		if got := h.recipients(caught[0].ID); !slices.Equal(got, want) {
+			t.Errorf("caught recipients %q, want %q", got, want)
+		}
+		// alpha's copy: its own envelope recipient and the header's To.
+		if got := h.emails("alpha"); len(got) != 1 || !slices.Equal(h.recipients(got[0].ID), []string{"e@alpha.localhost", "someone@example.com"}) {
+			t.Errorf("alpha holds %+v, want one copy for e@alpha.localhost", got)
+		}
+
+		auth := h.dial()
+		if err := auth.Auth(sasl.NewPlainClient("", "alpha", h.password("alpha"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := auth.Mail("app@example.org", nil); err != nil {
+			t.Fatal(err)
+		}
+		wantSMTPError(t, auth.Rcpt("someone@example.com", nil), 550, smtp.EnhancedCode{5, 7, 1})
+
+		gone := newHarness(t, storetest.Open(t, db.Dialect), Config{CatchAll: "gone"})
+		c = gone.dial()
+		if err := c.Mail("app@example.org", nil); err != nil {
+			t.Fatal(err)
+		}
+		err = c.Rcpt("someone@example.com", nil)
+		wantSMTPError(t, err, 550, smtp.EnhancedCode{5, 1, 1})
+		if !strings.Contains(err.Error(), "<anything>@<namespace>.localhost") {
+			t.Errorf("the 550 without a catch-all namespace says %q", err)
 		}
 	})
 }
