@@ -186,6 +186,7 @@ func dashboard(r chi.Router, d Deps) {
 	open.get("/", w.HomeHandler)
 	open.get("/signin", w.SignInPageHandler)
 	open.post("/signin", w.SignInHandler)
+	open.get("/signin/link/{token}", w.SignInLinkHandler)
 	r.With(d.Limits.byAddr).Method(http.MethodGet, "/static/*", w.Static())
 
 	user := pages{r.With(w.Protect, w.RequireUser, d.Limits.byKey)}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/catchbox/catchbox/internal/limit"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -77,6 +79,28 @@ func (d *Dashboard) SignInHandler(w http.ResponseWriter, r *http.Request) error 
 		w.WriteHeader(http.StatusUnauthorized)
 		return d.render(w, r, "signin", map[string]any{"Title": "Sign in", "Next": next, "Email": email,
 			"Error": "Wrong email address or password."})
+	default:
+		return err
+	}
+}
+
+// SignInLinkHandler answers GET /signin/link/{token}: a one-time sign-in link
+// (printed at a local-mode start, or by catchbox admin signin-link) signs the
+// browser in as its user and goes on to next, a path of this site (/ when
+// none). The link is used up by its first request; a used, expired or unknown
+// one shows the sign-in page with how to get a new one. The answer is never
+// cached, and the link is not sent on as a referrer.
+func (d *Dashboard) SignInLinkHandler(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Cache-Control", "no-store")
+	_, err := d.Sessions.SignInWithLink(w, r, chi.URLParam(r, "token"))
+	switch {
+	case err == nil:
+		return redirect(w, r, safeNext(r.URL.Query().Get("next")), "")
+	case errors.Is(err, tenant.ErrLinkInvalid):
+		w.WriteHeader(http.StatusUnauthorized)
+		return d.render(w, r, "signin", map[string]any{"Title": "Sign in", "Next": "/",
+			"Error": "This sign-in link has expired or was already used. Run catchbox admin signin-link --user EMAIL for a new one (a restart in local mode prints one too)."})
 	default:
 		return err
 	}
