@@ -19,7 +19,7 @@ import (
 // route and status. It never logs the key, the query (which can hold search
 // terms) or a path parameter: the route pattern stands for the path.
 //
-// A 2xx or 3xx is logged at Info, a 4xx at Warn, a 5xx at Error; with
+// A 2xx, 3xx or 4xx is logged at Info, a 5xx at Error; with
 // accessLog false only the 4xx and 5xx are logged, so that every failure can
 // still be found by the request id its answer carries.
 func observe(accessLog bool) func(http.Handler) http.Handler {
@@ -44,7 +44,7 @@ func observe(accessLog bool) func(http.Handler) http.Handler {
 			case status >= 500:
 				level = slog.LevelError
 			case status >= 400:
-				level = slog.LevelWarn
+				level = slog.LevelInfo // the client's mistake: nothing for an operator to do
 			case !accessLog:
 				return
 			}

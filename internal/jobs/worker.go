@@ -83,7 +83,7 @@ func (j *Job) Finish(ctx context.Context, outcome error, effects func(context.Co
 	case Dead:
 		slog.Warn("Job is dead", "kind", j.Kind, "job_id", j.ID, "attempts", j.Attempt, "err", outcome)
 	case Pending:
-		slog.Warn("Job attempt failed; it will be retried", "kind", j.Kind, "job_id", j.ID, "attempt", j.Attempt,
+		slog.Info("Job attempt failed; it will be retried", "kind", j.Kind, "job_id", j.ID, "attempt", j.Attempt,
 			"retry_at", retryAt, "err", outcome)
 	}
 	return nil

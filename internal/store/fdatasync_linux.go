@@ -64,7 +64,8 @@ func (r *rawFsync) sync(fd uintptr) error {
 		}
 		if took := r.now().Sub(start); raw && took > rawFsyncLimit {
 			r.slowUntil.Store(r.now().Add(rawFsyncBackoff).UnixNano())
-			slog.Warn("An fsync of the WAL was slow; the next ones go through Go's scheduler for a while",
+			// Info, not Warn: a slow disk for a moment needs nothing of an operator.
+			slog.Info("An fsync of the WAL was slow; the next ones go through Go's scheduler for a while",
 				"took_ms", took.Milliseconds(), "for_s", int(rawFsyncBackoff.Seconds()))
 		}
 		return err

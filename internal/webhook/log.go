@@ -255,7 +255,7 @@ func (s *Service) repair(ctx context.Context) error {
 			if live > 0 {
 				return nil
 			}
-			slog.Warn("Webhook endpoint had no delivery job; scheduling one", "endpoint_id", id)
+			slog.Info("Webhook endpoint had no delivery job; scheduling one", "endpoint_id", id)
 			return s.reschedule(ctx, tx, id)
 		})
 		if err != nil {
