@@ -104,6 +104,9 @@ type Service struct {
 	// NewKey is the API key of the default organisation when New created it
 	// in an empty store, "" when the store already had an organisation.
 	NewKey string
+	// CatchAll is the namespace that receives mail whose recipient names no
+	// namespace, "" for none (CATCHBOX_CATCH_ALL, local mode's default).
+	CatchAll string
 
 	drain        chan struct{} // closed when Serve starts to shut down: held waits answer 307
 	drainOnce    sync.Once
@@ -165,8 +168,9 @@ func OpenStoreWith(ctx context.Context, cfg config.Store, opts store.Options) (*
 // Run builds the service and serves until ctx ends. It binds every listener
 // before it touches the store, so a port already taken fails the start before
 // a first start creates anything (and prints a key that would then be lost).
-// out receives the one-time printout of a generated API key; ready, when not
-// nil, is called once every listener is open.
+// Once ready, it prints to out the mode, the addresses, in local mode a
+// one-time sign-in link, and on a first start the generated API key (start.go);
+// ready, when not nil, is called once every listener is open.
 func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -181,14 +185,25 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 		return err
 	}
 	defer s.Close()
-	switch {
-	case s.NewKey != "" && cfg.APIKey == "":
-		fmt.Fprintf(out, "\nCreated organisation %q with namespace %q.\nAPI key (shown once, store it now): %s\n\n", tenant.DefaultName, tenant.DefaultName, s.NewKey)
-	case s.NewKey == "" && cfg.APIKey == "":
+	note := startNote{mode: cfg.EffectiveMode(), modeWhy: modeWhy(cfg), catchAll: s.CatchAll, mailDomain: cfg.MailDomain}
+	if s.NewKey != "" && cfg.APIKey == "" {
+		note.newKey = s.NewKey
+	}
+	if s.NewKey == "" && cfg.APIKey == "" {
 		slog.Info("API keys are shown only when created; to make a new one, run with the same store settings: catchbox admin key create --org default (catchbox admin key list --org default lists them)",
 			"data_dir", cfg.DataDir)
 	}
-	return s.Serve(ctx, ls, ready)
+	if cfg.IsLocal() {
+		if err := s.signInNote(ctx, &note); err != nil {
+			return err
+		}
+	}
+	return s.Serve(ctx, ls, func(r Ready) {
+		note.print(out, r)
+		if ready != nil {
+			ready(r)
+		}
+	})
 }
 
 // Build checks cfg, opens and migrates its store, and builds the service on it
@@ -239,6 +254,14 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s := &Service{Config: cfg, DB: db, Key: key, stop: func() {}, drain: make(chan struct{})}
 	s.Tenants = tenant.NewService(db, key, cfg.RetentionMax)
 	if s.NewKey, err = s.Tenants.Bootstrap(ctx, cfg.APIKey); err != nil {
+		return nil, err
+	}
+	if s.NewKey != "" { // the first start: the default organisation's owner, who signs in with a link
+		if _, err := s.Tenants.EnsureOwner(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.CatchAll, err = ensureCatchAll(ctx, cfg, s.Tenants); err != nil {
 		return nil, err
 	}
 	s.Advertise(nil, nil)
@@ -346,6 +369,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		TLSConfig:       tlsConfig,
 		RequireTLS:      cfg.SMTPRequireTLS,
 		Returns:         &outbound.Returns{Store: s.Outbound.Store, Routes: s.Outbound.Routes, Key: key},
+		CatchAll:        s.CatchAll,
 	}, s.Tenants, s.Ingester)
 
 	s.Workers = []Worker{
@@ -568,7 +592,8 @@ func (s *Service) Serve(ctx context.Context, ls Listeners, ready func(Ready)) er
 		r.SMTPAddrs = append(r.SMTPAddrs, l.Addr().String())
 	}
 	s.warnUnreachable(r)
-	slog.Info("Catchbox is ready", "http", r.PublicURL, "smtp", r.SMTPAddrs, "store", s.DB.Dialect.String(), "mail_domain", s.Config.MailDomain)
+	slog.Info("Catchbox is ready", "http", r.PublicURL, "smtp", r.SMTPAddrs, "store", s.DB.Dialect.String(), "mail_domain", s.Config.MailDomain,
+		"mode", s.Config.EffectiveMode(), "catch_all", s.CatchAll)
 	if ready != nil {
 		ready(r)
 	}

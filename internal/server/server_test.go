@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/smtp"
 	"net/textproto"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,11 +38,7 @@ func TestRun(t *testing.T) {
 
 			var out bytes.Buffer
 			run := start(t, cfg, &out)
-			m := regexp.MustCompile(`API key \(shown once, store it now\): (\S+)`).FindStringSubmatch(out.String())
-			if m == nil {
-				t.Fatalf("no API key printed: %q", out.String())
-			}
-			key := m[1]
+			key := regexpKey(t, out.String())
 			smtpAddr := run.ready.SMTPAddrs[0]
 			if run.ready.PublicURL != "http://"+run.ready.HTTPAddr {
 				t.Errorf("public URL %q, want the HTTP listener's http://%s", run.ready.PublicURL, run.ready.HTTPAddr)
@@ -120,7 +115,7 @@ func TestRun(t *testing.T) {
 			// The store kept both messages, and the key.
 			out.Reset()
 			run = start(t, cfg, &out)
-			if strings.Contains(out.String(), "API key") {
+			if strings.Contains(out.String(), "cbx_") {
 				t.Errorf("second start printed a key: %q", out.String())
 			}
 			found = run.search(t, key)
