@@ -136,12 +136,29 @@ func (c *Client) SearchEmails(ctx context.Context, namespace string, q SearchQue
 }
 
 // Filter chooses the email WaitForEmail waits for. Empty fields match
-// anything.
+// anything, except Since.
 type Filter struct {
-	To      string    // a recipient starts with this: a whole address, or its local part and "@"
-	From    string    // the From address contains this
-	Subject string    // the subject contains this
-	Since   time.Time // received at or after (second precision)
+	To      string // a recipient starts with this: a whole address, or its local part and "@"
+	From    string // the From address contains this
+	Subject string // the subject contains this
+	// Since: received at or after (second precision). Zero is RecentWindow
+	// before the call: a wait never passes on mail an earlier run left.
+	// time.Unix(0, 0) matches mail of any age.
+	Since time.Time
+}
+
+// RecentWindow is how far back a wait looks when its filter sets no Since:
+// mail or SMS received at most this long before the call (to the second),
+// enough for a message sent just before the wait started, or by a machine
+// whose clock is a little ahead. catchbox wait follows the same rule.
+const RecentWindow = 30 * time.Second
+
+// since is a filter's Since, or RecentWindow before now when it is zero.
+func since(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Now().Add(-RecentWindow)
+	}
+	return t
 }
 
 // ErrWaitEnded is wrapped by the error of a wait whose context ended first.
@@ -154,11 +171,14 @@ var ErrWaitEnded = errors.New("no match before the wait ended")
 // ctx. A ctx that ends first gives an error wrapping ErrWaitEnded and ctx's
 // error.
 //
-// An email that matched before the call is returned at once: give each test
-// its own namespace (catchboxtest.Inbox), a unique recipient, or Since.
+// Only mail received since f.Since is looked at, by default RecentWindow
+// before the call: an email left by an earlier run of the same test, more
+// than 30 s ago, does not answer the wait. A match received since then is
+// returned at once, though: give each test its own namespace
+// (catchboxtest.Inbox), or a unique recipient.
 func (c *Client) WaitForEmail(ctx context.Context, namespace string, f Filter) (Email, error) {
 	page, err := c.SearchEmails(ctx, namespace, SearchQuery{Limit: 1, ToAddrPrefix: f.To,
-		FromAddrIncludes: f.From, SubjectIncludes: f.Subject, Since: f.Since, Wait: true})
+		FromAddrIncludes: f.From, SubjectIncludes: f.Subject, Since: since(f.Since), Wait: true})
 	if err != nil {
 		return Email{}, waitError(ctx, err)
 	}

@@ -142,17 +142,20 @@ func (c *Client) SendVirtualSMS(ctx context.Context, m VirtualSMS) (SMSMessage, 
 }
 
 // SMSFilter chooses the message WaitForSMS waits for. Empty fields match
-// anything.
+// anything, except Since.
 type SMSFilter struct {
-	Body  string    // the body contains this (case-insensitive)
-	From  string    // the sender starts with this
-	Since time.Time // created at or after
+	Body string // the body contains this (case-insensitive)
+	From string // the sender starts with this
+	// Since: created at or after. Zero is RecentWindow before the call, as
+	// for email; time.Unix(0, 0) matches messages of any age.
+	Since time.Time
 }
 
 // WaitForSMS returns the newest message of the number that matches f, waiting
-// until one arrives, as WaitForEmail does for email.
+// until one arrives, as WaitForEmail does for email: by default only messages
+// received at most RecentWindow before the call count.
 func (c *Client) WaitForSMS(ctx context.Context, phone string, f SMSFilter) (SMSMessage, error) {
-	page, err := c.SearchSMS(ctx, phone, SMSQuery{Limit: 1, Body: f.Body, FromNumber: f.From, Since: f.Since, Wait: true})
+	page, err := c.SearchSMS(ctx, phone, SMSQuery{Limit: 1, Body: f.Body, FromNumber: f.From, Since: since(f.Since), Wait: true})
 	if err != nil {
 		return SMSMessage{}, waitError(ctx, err)
 	}

@@ -28,6 +28,7 @@ type adminCmd struct {
 	RetentionMax time.Duration `name:"retention-max" env:"CATCHBOX_RETENTION_MAX" default:"720h" help:"Largest retention a namespace may set."`
 	JSON         bool          `name:"json" help:"Print the created or changed object as one JSON object; an error too, as {\"error\", \"code\", \"message\"}."`
 	Create       bool          `name:"create" help:"Create the store when it does not exist yet (without it, a missing store is refused: catchbox serve creates it on its first start)."`
+	Verbose      bool          `name:"verbose" short:"v" help:"Say which store the command works on (on stderr)."`
 
 	Org         orgCmd         `cmd:"" help:"Organisations."`
 	Key         keyCmd         `cmd:"" help:"API keys."`
@@ -36,7 +37,11 @@ type adminCmd struct {
 	Destination destinationCmd `cmd:"" help:"Verified external destinations of outbound mail."`
 	User        userCmd        `cmd:"" help:"Dashboard users."`
 	Webhook     webhookCmd     `cmd:"" help:"Webhook endpoints."`
+	SigninLink  signinLinkCmd  `cmd:"" name:"signin-link" help:"Print a one-time link that signs a browser in to the dashboard as a user."`
 }
+
+// Validate refuses empty store settings (kong calls it after parsing).
+func (a *adminCmd) Validate() error { return a.Store.CheckStore() }
 
 // adminEnv is what every admin command works with.
 type adminEnv struct {
@@ -66,7 +71,9 @@ func (a *adminCmd) openOrg(name string) (*adminEnv, tenant.Org, func(), error) {
 func (a *adminCmd) open() (*adminEnv, func(), error) {
 	ctx := context.Background()
 	url := a.DatabaseURLOrDefault()
-	fmt.Fprintln(os.Stderr, "Using store", describeStore(url))
+	if a.Verbose {
+		fmt.Fprintln(os.Stderr, "Using store", describeStore(url))
+	}
 	if err := a.checkStore(ctx, url); err != nil {
 		return nil, nil, err
 	}
@@ -144,6 +151,7 @@ func (e *adminEnv) print(v any, text string, args ...any) {
 }
 
 type orgCmd struct {
+	List   orgListCmd   `cmd:"" help:"List the organisations."`
 	Create orgCreateCmd `cmd:"" help:"Create an organisation."`
 	Update orgUpdateCmd `cmd:"" help:"Change an organisation's TOTP settings."`
 	Usage  orgUsageCmd  `cmd:"" help:"Outbound usage of an organisation in a month."`
@@ -308,6 +316,7 @@ func (c *keyRevokeCmd) Run(a *adminCmd) error {
 }
 
 type namespaceCmd struct {
+	List   namespaceListCmd   `cmd:"" help:"List the namespaces an organisation may read (its own and those shared with it)."`
 	Create namespaceCreateCmd `cmd:"" help:"Create a namespace for an organisation."`
 	Share  namespaceShareCmd  `cmd:"" help:"Let a second organisation read a namespace."`
 }

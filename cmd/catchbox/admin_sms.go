@@ -5,7 +5,8 @@ import (
 )
 
 type smsNumberCmd struct {
-	Add smsNumberAddCmd `cmd:"" help:"Add an SMS number to an organisation."`
+	Add  smsNumberAddCmd  `cmd:"" help:"Add an SMS number to an organisation."`
+	List smsNumberListCmd `cmd:"" help:"List an organisation's SMS numbers."`
 }
 
 type smsNumberAddCmd struct {

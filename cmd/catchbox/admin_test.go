@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -130,9 +132,8 @@ func TestAdminStore(t *testing.T) {
 	if obj.Code != "store_not_found" || !strings.Contains(obj.Message, "--create") {
 		t.Errorf("missing store: %+v", obj)
 	}
-	abs, _ := filepath.Abs(filepath.Join(dir, "catchbox.db"))
-	if !strings.Contains(stderr, "Using store sqlite://"+abs) {
-		t.Errorf("stderr %q does not name the store", stderr)
+	if abs, _ := filepath.Abs(filepath.Join(dir, "catchbox.db")); !strings.Contains(obj.Message, abs) || stderr != "" {
+		t.Errorf("the refusal does not name the store, or more was said on stderr: %+v %q", obj, stderr)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("a refused command made %s (%v)", dir, err)
@@ -185,5 +186,152 @@ func TestAdminStore(t *testing.T) {
 	if err := json.Unmarshal([]byte(admin(t, dir, false, "--json", "key", "list", "--org", "acme")), &list); err != nil ||
 		len(list.Keys) != 2 || list.Keys[1].ID != key.ID || list.Keys[1].RevokedAt == "" || list.Keys[1].CreatedAt == "" || list.Keys[0].RevokedAt != "" {
 		t.Errorf("key list --json = %+v (%v)", list, err)
+	}
+}
+
+// TestUsageErrors: a bad flag or value is one line on stderr naming what the
+// user set, as they set it (the environment variable when it came from
+// there), with a hint to --help, and exit status 64; an empty value with a
+// default is refused at start. --version and version print the version; help
+// shows required alternatives as alternatives.
+func TestUsageErrors(t *testing.T) {
+	s := &served{}
+	for _, c := range []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{[]string{"serve", "--wait-hold", "abc"}, nil, `catchbox: --wait-hold: expected a duration such as 30s or 1h30m, not "abc" (see catchbox serve --help)`},
+		{[]string{"serve"}, []string{"CATCHBOX_WAIT_HOLD=abc"}, `catchbox: CATCHBOX_WAIT_HOLD="abc": expected a duration such as 30s or 1h30m, not "abc" (see catchbox serve --help)`},
+		{[]string{"serve"}, []string{"CATCHBOX_WAIT_HOLD=-1s"}, `catchbox: CATCHBOX_WAIT_HOLD must be positive (see catchbox serve --help)`},
+		{[]string{"serve", "--wait-hold=-1s"}, []string{"CATCHBOX_WAIT_HOLD=5s"}, `catchbox: --wait-hold must be positive (see catchbox serve --help)`},
+		{[]string{"serve"}, []string{"CATCHBOX_MAIL_DOMAIN="}, `catchbox: CATCHBOX_MAIL_DOMAIN is empty: give a value, or leave it unset for the default (localhost) (see catchbox serve --help)`},
+		{[]string{"serve"}, []string{"CATCHBOX_LOG_FORMAT=xml"}, `catchbox: CATCHBOX_LOG_FORMAT must be one of "text","json" but got "xml" (see catchbox serve --help)`},
+		{[]string{"serve", "--bogus"}, nil, `catchbox: unknown flag --bogus (see catchbox serve --help)`},
+		{[]string{"wait", "--namespace", "x", "--since", "yesterday"}, nil, `catchbox: --since must be RFC 3339 (2026-11-27T10:00:00Z), Unix seconds or a duration such as 5m, not "yesterday" (see catchbox wait --help)`},
+		{[]string{"otp"}, nil, `catchbox: missing flags: --secret=BASE32 or --device=ID (see catchbox otp --help)`},
+		{[]string{"admin", "org", "lst"}, nil, `catchbox: unexpected argument lst, did you mean "list"? (see catchbox admin org --help)`},
+		{[]string{"admin", "org", "list"}, []string{"CATCHBOX_DATA_DIR="}, `catchbox: CATCHBOX_DATA_DIR is empty: give a value, or leave it unset for the default (./data) (see catchbox admin org list --help)`},
+	} {
+		cmd := exec.Command(binary, c.args...)
+		cmd.Env = append(cleanEnv(), c.env...)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != exitUsage || errOut.String() != c.want+"\n" || out.Len() != 0 {
+			t.Errorf("%v %v: %v\nstderr %q\nwant   %q", c.env, c.args, err, errOut.String(), c.want)
+		}
+	}
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		if out, _, status := s.run(t, args...); status != 0 || out != "dev\n" {
+			t.Errorf("%v = %d %q", args, status, out)
+		}
+	}
+	if out, _, _ := s.run(t, "otp", "--help"); !strings.HasPrefix(out, "Usage: catchbox otp --secret=BASE32 | --device=ID [flags]\n") {
+		t.Errorf("otp --help: %q", out)
+	}
+}
+
+// cleanEnv is the test's environment without any CATCHBOX_ setting.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CATCHBOX_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// TestAdminLists: org list, namespace list --org and sms-number list --org,
+// as text and as JSON; the store is named on stderr only with --verbose.
+func TestAdminLists(t *testing.T) {
+	dir := t.TempDir()
+	admin(t, dir, false, "--create", "org", "create", "acme")
+	admin(t, dir, false, "org", "create", "beta")
+	admin(t, dir, false, "namespace", "create", "staging", "--org", "acme")
+	admin(t, dir, false, "namespace", "create", "shared", "--org", "beta")
+	admin(t, dir, false, "namespace", "share", "shared", "--with", "acme")
+	admin(t, dir, false, "sms-number", "add", "--org", "acme", "--phone", "+15550005555")
+
+	if out := admin(t, dir, false, "org", "list"); !strings.HasPrefix(out, "NAME ") || !strings.Contains(out, "\nacme ") || !strings.Contains(out, "\nbeta ") {
+		t.Errorf("org list = %q", out)
+	}
+	var orgs struct {
+		Organisations []struct{ Name string } `json:"organisations"`
+	}
+	if err := json.Unmarshal([]byte(admin(t, dir, false, "--json", "org", "list")), &orgs); err != nil || len(orgs.Organisations) != 2 || orgs.Organisations[0].Name != "acme" {
+		t.Errorf("org list --json = %+v, %v", orgs, err)
+	}
+	var nss struct {
+		Namespaces []struct {
+			Namespace string `json:"namespace"`
+			Shared    bool   `json:"shared"`
+		} `json:"namespaces"`
+	}
+	if err := json.Unmarshal([]byte(admin(t, dir, false, "--json", "namespace", "list", "--org", "acme")), &nss); err != nil ||
+		len(nss.Namespaces) != 2 || nss.Namespaces[0].Namespace != "shared" || !nss.Namespaces[0].Shared || nss.Namespaces[1].Shared {
+		t.Errorf("namespace list --json = %+v, %v", nss, err)
+	}
+	if out := admin(t, dir, false, "namespace", "list", "--org", "acme"); !strings.Contains(out, "\nstaging ") {
+		t.Errorf("namespace list = %q", out)
+	}
+	var numbers struct {
+		Numbers []struct {
+			Phone string `json:"phone_number"`
+		} `json:"sms_numbers"`
+	}
+	if err := json.Unmarshal([]byte(admin(t, dir, false, "--json", "sms-number", "list", "--org", "acme")), &numbers); err != nil ||
+		len(numbers.Numbers) != 1 || numbers.Numbers[0].Phone != "+15550005555" {
+		t.Errorf("sms-number list --json = %+v, %v", numbers, err)
+	}
+	if out := admin(t, dir, false, "--json", "sms-number", "list", "--org", "beta"); out != `{"organisation":"beta","sms_numbers":[]}`+"\n" {
+		t.Errorf("an empty sms-number list = %q", out)
+	}
+
+	cmd := exec.Command(binary, "admin", "org", "list")
+	cmd.Env = append(cleanEnv(), "CATCHBOX_DATA_DIR="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), "Using store") {
+		t.Errorf("admin without --verbose: %v %q", err, out)
+	}
+	cmd = exec.Command(binary, "admin", "--verbose", "org", "list")
+	cmd.Env = append(cleanEnv(), "CATCHBOX_DATA_DIR="+dir)
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	abs, _ := filepath.Abs(filepath.Join(dir, "catchbox.db"))
+	if err := cmd.Run(); err != nil || !strings.Contains(errOut.String(), "Using store sqlite://"+abs) {
+		t.Errorf("admin --verbose: %v %q", err, errOut.String())
+	}
+}
+
+// TestAdminSigninLink: signin-link prints a one-time link for a user, on the
+// base URL serve would use (the public URL when set), and refuses an unknown
+// user.
+func TestAdminSigninLink(t *testing.T) {
+	dir := t.TempDir()
+	admin(t, dir, false, "--create", "org", "create", "acme")
+	cmd := exec.Command(binary, "admin", "user", "create", "dev@acme.test", "--org", "acme")
+	cmd.Env = append(cleanEnv(), "CATCHBOX_DATA_DIR="+dir)
+	cmd.Stdin = strings.NewReader("a long enough password\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("user create: %v %s", err, out)
+	}
+	out := admin(t, dir, false, "signin-link", "--user", "dev@acme.test")
+	if !regexp.MustCompile(`^http://127\.0\.0\.1:8025/signin/link/[A-Za-z0-9_-]{43}\n$`).MatchString(out) {
+		t.Errorf("signin-link = %q", out)
+	}
+	var link struct{ URL, User, ExpiresAt string }
+	cmd = exec.Command(binary, "admin", "--json", "signin-link", "--user", "DEV@acme.test")
+	cmd.Env = append(cleanEnv(), "CATCHBOX_DATA_DIR="+dir, "CATCHBOX_PUBLIC_URL=https://catchbox.example.test/")
+	raw, err := cmd.Output()
+	if err == nil {
+		err = json.Unmarshal(raw, &link)
+	}
+	if err != nil || !strings.HasPrefix(link.URL, "https://catchbox.example.test/signin/link/") || link.User != "dev@acme.test" {
+		t.Errorf("signin-link --json with a public URL = %q, %v", raw, err)
+	}
+	if msg := admin(t, dir, true, "signin-link", "--user", "nobody@acme.test"); !strings.Contains(msg, "not found") {
+		t.Errorf("signin-link for an unknown user: %q", msg)
 	}
 }

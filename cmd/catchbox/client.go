@@ -22,8 +22,12 @@ import (
 //
 // Exit status: 0 when they print what was asked; 1 when nothing matched within
 // the timeout, or the match has no link or code to print; 2 on any other
-// failure (the server unreachable, a rejected key or parameter); 80, kong's,
-// for a command line it cannot parse.
+// failure (the server unreachable, a rejected key or parameter); 64
+// (exitUsage) for a command line or setting that cannot be used.
+//
+// A wait matches only what was received since --since, by default 30 s
+// before the command started: a CI job that sent nothing must not pass on
+// the mail an earlier job left in the namespace.
 const (
 	exitNoMatch = 1
 	exitFailed  = 2
@@ -39,15 +43,6 @@ type exitError struct {
 // prints once.
 func (e *exitError) Error() string { return strings.TrimPrefix(e.err.Error(), "catchbox: ") }
 func (e *exitError) Unwrap() error { return e.err }
-
-// exitCode is the exit status of a command's error: exitError's, else 1.
-func exitCode(err error) int {
-	var e *exitError
-	if errors.As(err, &e) {
-		return e.code
-	}
-	return 1
-}
 
 // connection is how the client commands reach the server.
 type connection struct {
@@ -66,10 +61,11 @@ func (c connection) client() (*client.Client, error) {
 // waitCmd is catchbox wait.
 type waitCmd struct {
 	connection `embed:""`
-	Namespace  string        `required:"" help:"Namespace to wait in."`
-	To         string        `help:"A recipient (To, Cc or envelope) starts with this: an address, or its local part and @."`
-	Subject    string        `help:"The subject contains this (case-insensitive)."`
-	From       string        `help:"The From address contains this (case-insensitive)."`
+	Namespace  string `required:"" help:"Namespace to wait in."`
+	To         string `help:"A recipient (To, Cc or envelope) starts with this: an address, or its local part and @."`
+	Subject    string `help:"The subject contains this (case-insensitive)."`
+	From       string `help:"The From address contains this (case-insensitive)."`
+	sinceFlag  `embed:""`
 	Timeout    time.Duration `default:"60s" help:"How long to wait before giving up (exit status 1)."`
 	JSON       bool          `name:"json" xor:"output" help:"Print the email as one JSON object (the API's Email)."`
 	Link       bool          `xor:"output" help:"Print only the email's first link."`
@@ -83,10 +79,10 @@ func (c *waitCmd) Run() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()
-	e, err := cl.WaitForEmail(ctx, c.Namespace, client.Filter{To: c.To, Subject: c.Subject, From: c.From})
+	e, err := cl.WaitForEmail(ctx, c.Namespace, client.Filter{To: c.To, Subject: c.Subject, From: c.From, Since: c.since})
 	if errors.Is(err, client.ErrWaitEnded) {
-		return &exitError{exitNoMatch, fmt.Errorf("no email in namespace %s matched%s within %s", c.Namespace,
-			describe("to", c.To, "subject", c.Subject, "from", c.From), c.Timeout)}
+		return &exitError{exitNoMatch, fmt.Errorf("no email in namespace %s matched%s within %s (%s)", c.Namespace,
+			describe("to", c.To, "subject", c.Subject, "from", c.From), c.Timeout, c.describeSince())}
 	}
 	if err != nil {
 		return &exitError{exitFailed, err}
@@ -118,9 +114,10 @@ type smsCmd struct {
 // smsWaitCmd is catchbox sms wait.
 type smsWaitCmd struct {
 	connection `embed:""`
-	Number     string        `required:"" help:"The SMS number, E.164 (+15551234567)."`
-	Body       string        `help:"The body contains this (case-insensitive)."`
-	From       string        `help:"The sender starts with this."`
+	Number     string `required:"" help:"The SMS number, E.164 (+15551234567)."`
+	Body       string `help:"The body contains this (case-insensitive)."`
+	From       string `help:"The sender starts with this."`
+	sinceFlag  `embed:""`
 	Timeout    time.Duration `default:"60s" help:"How long to wait before giving up (exit status 1)."`
 	JSON       bool          `name:"json" xor:"output" help:"Print the message as one JSON object (the API's SmsMessage)."`
 	Code       bool          `xor:"output" help:"Print only the message's first one-time code."`
@@ -133,10 +130,10 @@ func (c *smsWaitCmd) Run() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()
-	m, err := cl.WaitForSMS(ctx, c.Number, client.SMSFilter{Body: c.Body, From: c.From})
+	m, err := cl.WaitForSMS(ctx, c.Number, client.SMSFilter{Body: c.Body, From: c.From, Since: c.since})
 	if errors.Is(err, client.ErrWaitEnded) {
-		return &exitError{exitNoMatch, fmt.Errorf("no SMS to %s matched%s within %s", c.Number,
-			describe("body", c.Body, "from", c.From), c.Timeout)}
+		return &exitError{exitNoMatch, fmt.Errorf("no SMS to %s matched%s within %s (%s)", c.Number,
+			describe("body", c.Body, "from", c.From), c.Timeout, c.describeSince())}
 	}
 	if err != nil {
 		return &exitError{exitFailed, err}
@@ -160,8 +157,8 @@ func (c *smsWaitCmd) Run() error {
 // otpCmd is catchbox otp.
 type otpCmd struct {
 	connection `embed:""`
-	Secret     string `xor:"source" required:"" help:"Base32 shared secret: the code is computed here (6 digits, 30 seconds, SHA1), no server needed."`
-	Device     string `xor:"source" required:"" help:"Id of a saved device: the server gives its code."`
+	Secret     string `xor:"source" required:"" placeholder:"BASE32" help:"Base32 shared secret: the code is computed here (6 digits, 30 seconds, SHA1), no server needed."`
+	Device     string `xor:"source" required:"" placeholder:"ID" help:"Id of a saved device: the server gives its code."`
 }
 
 func (c *otpCmd) Run() error {

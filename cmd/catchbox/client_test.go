@@ -163,7 +163,8 @@ func TestWaitCommand(t *testing.T) {
 
 		// Nothing matches: exit status 1 at the timeout, with the reason.
 		out, errOut, status := s.run(t, "wait", "--namespace", ns, "--subject", "never sent", "--timeout", "700ms")
-		if status != 1 || out != "" || errOut != "catchbox: no email in namespace "+ns+` matched (subject "never sent") within 700ms`+"\n" {
+		if status != 1 || out != "" || !strings.HasPrefix(errOut, "catchbox: no email in namespace "+ns+` matched (subject "never sent") within 700ms (received since `) ||
+			strings.Count(errOut, "\n") != 1 {
 			t.Errorf("timeout: %d %q %q", status, out, errOut)
 		}
 		// A match without a link: 1, said so.
