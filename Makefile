@@ -7,7 +7,7 @@ GOFILES   := $(shell git ls-files '*.go' 2>/dev/null)
 # What catchbox version prints: the git description of the tree, "dev" outside git.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build build-static image test-image test-image-if-possible run test test-go test-e2e lint bench fuzz clean
+.PHONY: build build-static image test-image test-image-if-possible run test prerequisites node-deps test-go test-e2e lint bench fuzz clean
 
 build:
 	$(GO) build -ldflags "-X github.com/catchbox/catchbox/internal/version.Version=$(VERSION)" -o $(BIN) ./cmd/catchbox
@@ -35,12 +35,28 @@ run: build
 # when its output goes through testsummary.
 SHELL := /bin/bash
 
-test: lint test-go test-e2e test-image-if-possible
+# The prerequisites are checked first, one line per missing tool; the steps
+# then run in this order (also under make -j).
+test: prerequisites
+	$(MAKE) lint
+	$(MAKE) test-go
+	$(MAKE) test-e2e
+	$(MAKE) test-image-if-possible
+
+prerequisites:
+	@./scripts/prerequisites.sh
+
+# The Node dependencies of the end-to-end suite, installed before any test
+# that needs them: the README's JavaScript examples run in test-go. npm ci
+# runs on a fresh clone, and again when the lock file is newer than them.
+node-deps:
+	@cd e2e && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+	  npm ci --no-audit --no-fund; fi
 
 # The Go client (client/) is a module of its own: its tests run from its directory.
 # testsummary prints the results as go test does and ends with every skipped
 # test and the reason it gave (CATCHBOX_TEST_POSTGRES_URL not set, ...).
-test-go:
+test-go: node-deps
 	$(GO) build -o bin/testsummary ./internal/testsummary
 	set -o pipefail; $(GO) test -race -timeout 20m -json ./... | bin/testsummary
 	set -o pipefail; cd client && $(GO) test -race -timeout 10m -json ./... | ../bin/testsummary
@@ -52,9 +68,9 @@ test-image-if-possible:
 
 # The end-to-end suite drives the built binary with the official npm client;
 # catchbox-bench relay is the SMTP relay its outbound steps deliver to.
-test-e2e: build
+test-e2e: build node-deps
 	$(GO) build -o bin/catchbox-bench ./cmd/catchbox-bench
-	cd e2e && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && node --test --test-reporter=spec
+	cd e2e && node --test --test-reporter=spec
 
 lint:
 	$(GO) vet ./...
