@@ -12,7 +12,8 @@ import (
 	"github.com/catchbox/catchbox/client/internal/testserver"
 )
 
-// readmeServer is the server the README's examples run against.
+// readmeServer is the server the README's Go example and guard run against
+// (TestREADMEBlocks starts a fresh one of its own, as make run does).
 var readmeServer *testserver.Server
 
 func TestMain(m *testing.M) {

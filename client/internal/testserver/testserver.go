@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -73,9 +72,15 @@ func repositoryRoot() (string, error) {
 
 // Server is one running catchbox serve.
 type Server struct {
-	Name        string // "sqlite" or "postgres"
-	URL         string // the HTTP API's base URL
-	SMTP        string // host:port of the SMTP listener
+	Name string // "sqlite" or "postgres"
+	URL  string // the HTTP API's base URL
+	SMTP string // host:port of the SMTP listener
+	// Key is the default organisation's API key: the constant Key, or for
+	// StartFresh the one the start generated and printed.
+	Key string
+	// Printed is what the start printed on standard output.
+	Printed     string
+	fresh       bool
 	bin         string
 	env         []string
 	cmd         *exec.Cmd
@@ -95,7 +100,7 @@ func Start(bin, postgresURL string, hold time.Duration, env ...string) (*Server,
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Name: "sqlite", bin: bin, exited: make(chan struct{}), logs: &logTail{}}
+	s := &Server{Name: "sqlite", Key: Key, bin: bin, exited: make(chan struct{}), logs: &logTail{}}
 	s.cleanups = append(s.cleanups, func() { os.RemoveAll(dataDir) })
 	s.DatabaseURL = "sqlite://" + filepath.Join(dataDir, "catchbox.db")
 	if postgresURL != "" {
@@ -122,6 +127,34 @@ func Start(bin, postgresURL string, hold time.Duration, env ...string) (*Server,
 		return nil, err
 	}
 	if _, err := s.Admin("sms-number", "add", "--org", "default", "--phone", Phone); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// StartFresh runs bin serve as make run does on a fresh clone: a new SQLite
+// store in a new data directory, no key chosen (Key is the one the start
+// generates and prints, read from its standard output as a person would copy
+// it), and no SMS number. Only the ports (127.0.0.1:0: others share the
+// machine), the log format (JSON, for the ready line) and the DNS server of
+// deliverability checks (a closed port: never the network) differ.
+func StartFresh(bin string) (*Server, error) {
+	dataDir, err := os.MkdirTemp("", "catchbox-fresh-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Name: "sqlite", fresh: true, bin: bin, exited: make(chan struct{}), logs: &logTail{}}
+	s.cleanups = append(s.cleanups, func() { os.RemoveAll(dataDir) })
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CATCHBOX_") {
+			s.env = append(s.env, kv)
+		}
+	}
+	s.env = append(s.env, "CATCHBOX_DATA_DIR="+dataDir, "CATCHBOX_HTTP_ADDR=127.0.0.1:0", "CATCHBOX_SMTP_ADDR=127.0.0.1:0",
+		"CATCHBOX_LOG_FORMAT=json", "CATCHBOX_DNS_SERVER=127.0.0.1:9")
+	s.DatabaseURL = "sqlite://" + filepath.Join(dataDir, "catchbox.db")
+	if err := s.start(); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -159,10 +192,31 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	s.cmd.Stdout = io.Discard
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start catchbox: %w", err)
 	}
+	// The start's note on standard output; a first start ends it with the
+	// key's line.
+	printed := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		sc := bufio.NewScanner(stdout)
+		sent := false
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+			if key, ok := strings.CutPrefix(sc.Text(), "export CATCHBOX_API_KEY="); ok && s.fresh && !sent {
+				s.Key, sent = key, true
+				printed <- b.String()
+			}
+		}
+		if !sent {
+			printed <- b.String()
+		}
+	}()
 	ready := make(chan map[string]any, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -182,6 +236,16 @@ func (s *Server) start() error {
 		s.URL, _ = rec["http"].(string)
 		if addrs, ok := rec["smtp"].([]any); ok && len(addrs) > 0 {
 			s.SMTP, _ = addrs[0].(string)
+		}
+		if !s.fresh {
+			return nil
+		}
+		select {
+		case s.Printed = <-printed:
+		case <-time.After(30 * time.Second):
+		}
+		if !strings.Contains(s.Printed, "export CATCHBOX_API_KEY=") {
+			return fmt.Errorf("catchbox printed no key on its first start:\n%s", s.Printed)
 		}
 		return nil
 	case <-s.exited:
