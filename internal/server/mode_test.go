@@ -89,7 +89,7 @@ func TestLocalModeStart(t *testing.T) {
 			run.wait()
 
 			out.Reset()
-			run = start(t, cfg, &out)
+			start(t, cfg, &out) // stopped when the test ends
 			if strings.Contains(out.String(), "cbx_") || signInLink(t, out.String()) == link {
 				t.Errorf("a later start printed %q: want a new link and no key", out.String())
 			}
