@@ -197,6 +197,8 @@ func Run(ctx context.Context, cfg config.Serve, out io.Writer, ready func(Ready)
 		if err := s.signInNote(ctx, &note); err != nil {
 			return err
 		}
+	} else {
+		s.ownerNote(ctx, &note)
 	}
 	return s.Serve(ctx, ls, func(r Ready) {
 		note.print(out, r)

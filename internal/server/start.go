@@ -75,6 +75,16 @@ type startNote struct {
 	newKey string
 }
 
+// ownerNote names, in server mode, the user to ask a sign-in link for: the
+// default organisation's owner when there is one (a store made before owners
+// has none), else EMAIL.
+func (s *Service) ownerNote(ctx context.Context, n *startNote) {
+	n.owner = "EMAIL"
+	if u, err := s.Tenants.UserByEmail(ctx, tenant.OwnerEmail); err == nil {
+		n.owner = u.Email
+	}
+}
+
 // signInNote prepares the local-mode sign-in link of the default
 // organisation's owner (made on the first start, or now when the store
 // predates owners). Without a default organisation there is no link, and a
@@ -83,6 +93,7 @@ func (s *Service) signInNote(ctx context.Context, n *startNote) error {
 	owner, err := s.Tenants.EnsureOwner(ctx)
 	if errors.Is(err, tenant.ErrNotFound) {
 		slog.Info("No sign-in link: the store has no default organisation; make one for a user with catchbox admin signin-link --user EMAIL")
+		n.owner = "EMAIL"
 		return nil
 	}
 	if err != nil {
@@ -122,7 +133,7 @@ func (n startNote) print(w io.Writer, r Ready) {
 		fmt.Fprintf(&b, "             (signs you in as %s; works once, within %d minutes: catchbox admin signin-link --user %s makes another)\n",
 			n.owner, int(tenant.SignInLinkTTL.Minutes()), n.owner)
 	} else {
-		fmt.Fprintf(&b, "  Dashboard  %s/ (a sign-in link: catchbox admin signin-link --user %s)\n", r.PublicURL, tenant.OwnerEmail)
+		fmt.Fprintf(&b, "  Dashboard  %s/ (a sign-in link: catchbox admin signin-link --user %s)\n", r.PublicURL, n.owner)
 	}
 	fmt.Fprintf(&b, "  API        %s/api\n", r.PublicURL)
 	if n.newKey != "" {
