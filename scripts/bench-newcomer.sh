@@ -25,7 +25,7 @@ fi
 now() { date +%s.%N; }
 step() { printf '%-34s %7.2f s\n' "$1" "$(echo "$(now) - $t0" | bc)"; }
 cleanup() { # make run and the server it started: their own process group
-  if [ -n "${pid:-}" ]; then kill -- "-$pid" 2>/dev/null; wait "$pid" 2>/dev/null; fi
+  if [ -n "${pid:-}" ]; then kill -- "-$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; fi
   chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"
 }
 trap cleanup EXIT
