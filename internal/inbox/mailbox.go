@@ -272,3 +272,30 @@ func (s *Searcher) StoreFlags(ctx context.Context, namespaceID string, uids []ui
 		})
 	})
 }
+
+// Listed is an unexpired email as POP3 lists it.
+type Listed struct {
+	ID      string
+	Size    int64 // of the raw source as received
+	RawKept bool
+}
+
+// List returns the namespace's unexpired emails, oldest first: a POP3
+// maildrop as the session starts (RFC 1939 section 4).
+func (s *Searcher) List(ctx context.Context, namespaceID string) ([]Listed, error) {
+	rows, err := s.db.Query(ctx, `SELECT e.id, e.size, e.raw_id IS NOT NULL FROM emails e
+		WHERE e.namespace_id = ? AND e.expires_ms > ? ORDER BY e.received_ms, e.seq`, namespaceID, s.now().UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("list emails: %w", err)
+	}
+	defer rows.Close()
+	var out []Listed
+	for rows.Next() {
+		var l Listed
+		if err := rows.Scan(&l.ID, &l.Size, &l.RawKept); err != nil {
+			return nil, fmt.Errorf("list emails: %w", err)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
