@@ -146,7 +146,7 @@ func New(cfg Config, auth *mailauth.Checker, tenants *tenant.Service, searcher *
 			imap.CapMove: {}, imap.CapStatusSize: {},
 		},
 		Logger:       libraryLog{},
-		TLSConfig:    cfg.TLSConfig,
+		TLSConfig:    markTLS(cfg.TLSConfig),
 		InsecureAuth: !cfg.RequireTLS,
 	})
 	if cfg.RequireTLS && cfg.TLSConfig == nil {
@@ -164,7 +164,7 @@ func (s *Server) Serve(l net.Listener, implicitTLS bool) error {
 			l.Close()
 			return errors.New("imap: implicit TLS needs a certificate")
 		}
-		l = tls.NewListener(&listener{Listener: l, srv: s}, s.cfg.TLSConfig)
+		l = tls.NewListener(&listener{Listener: l, srv: s, tls: true}, markTLS(s.cfg.TLSConfig))
 	} else {
 		l = &listener{Listener: l, srv: s}
 	}
@@ -217,6 +217,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 type listener struct {
 	net.Listener
 	srv *Server
+	tls bool // implicit TLS
 }
 
 // Accept returns the next connection under the limits; one over them is
@@ -235,7 +236,9 @@ func (l *listener) Accept() (net.Conn, error) {
 		switch l.srv.open.Acquire(key) {
 		case limit.Admitted:
 			metrics.MailboxConnection("imap", "accepted")
-			return &conn{Conn: nc, srv: l.srv, addrKey: key, bucket: newBucket(l.srv.cfg.CommandRate, l.srv.cfg.CommandBurst)}, nil
+			c := &conn{Conn: nc, srv: l.srv, addrKey: key, bucket: newBucket(l.srv.cfg.CommandRate, l.srv.cfg.CommandBurst)}
+			c.tls.Store(l.tls)
+			return c, nil
 		case limit.TooManyKey:
 			refuse(nc, "* BYE Too many connections from your address, try again later\r\n")
 		default:
@@ -266,6 +269,8 @@ type conn struct {
 	authed     atomic.Bool // the session logged in
 	preCommand int         // deadlines set before login
 	bucket     *bucket
+	tls        atomic.Bool // a TLS handshake began: the bytes seen are not IMAP's
+	literals   literalWatch
 
 	closeOnce sync.Once
 }
@@ -275,6 +280,20 @@ const (
 	libraryIdleWait = 20 * time.Minute // go-imap's 35 min: a logged-in client's silence, IDLE included
 	libraryLiteral  = 2 * time.Minute  // go-imap's 5 min: an APPEND literal
 )
+
+// Read implements net.Conn, following the command lines (literalWatch).
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.tls.Load() {
+		if refusal := c.literals.feed(p[:n]); refusal != "" {
+			c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(c.Conn, refusal)
+			c.Conn.Close()
+			return 0, net.ErrClosed
+		}
+	}
+	return n, err
+}
 
 // SetReadDeadline implements net.Conn with the listener's time limits and
 // command rate. Its errors end the connection (go-imap's read fails).
@@ -326,6 +345,27 @@ func connOf(nc net.Conn) *conn {
 	}
 	c, _ := nc.(*conn)
 	return c
+}
+
+// markTLS returns a copy of cfg that records on the connection that a TLS
+// handshake began (STARTTLS, or the implicit TLS listener), so that nothing is
+// read or written on it as plain text from then on. Nil stays nil.
+func markTLS(cfg *tls.Config) *tls.Config {
+	if cfg == nil {
+		return nil
+	}
+	cfg = cfg.Clone()
+	next := cfg.GetConfigForClient
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if c := connOf(hello.Conn); c != nil {
+			c.tls.Store(true)
+		}
+		if next != nil {
+			return next(hello)
+		}
+		return nil, nil
+	}
+	return cfg
 }
 
 // bucket is a connection's token bucket of commands.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -37,9 +38,13 @@ type session struct {
 	started  time.Time
 	commands int
 
-	ns   *tenant.Namespace // set once logged in
-	mb   *mailbox          // held while logged in
-	view *view             // the selected mailbox
+	ns *tenant.Namespace // set once logged in
+	mb *mailbox          // held while logged in
+	// view is the selected mailbox. go-imap may end the connection while an
+	// IDLE's goroutine still runs (a client gone during IDLE), so viewMu
+	// orders Idle's reading of it with Close's clearing.
+	viewMu sync.Mutex
+	view   *view
 }
 
 var (
@@ -214,7 +219,10 @@ func (s *session) Select(mailbox string, options *imap.SelectOptions) (data *ima
 		if err := s.mb.refresh(ctx, 0); err != nil {
 			return err
 		}
-		s.view = newView(s.mb, options.ReadOnly)
+		v := newView(s.mb, options.ReadOnly)
+		s.viewMu.Lock()
+		s.view = v
+		s.viewMu.Unlock()
 		snap := s.mb.snapshot()
 		flags := []imap.Flag{imap.FlagSeen, imap.FlagAnswered, imap.FlagFlagged, imap.FlagDeleted, imap.FlagDraft}
 		data = &imap.SelectData{
@@ -246,6 +254,8 @@ func (s *session) Unselect() error {
 }
 
 func (s *session) unselect() {
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
 	if s.view != nil {
 		s.view.close()
 		s.view = nil
@@ -434,18 +444,21 @@ func (s *session) Poll(w *imapserver.UpdateWriter, allowExpunge bool) error {
 func (s *session) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) error {
 	metrics.MailboxIdle(1)
 	defer metrics.MailboxIdle(-1)
-	if s.view == nil {
+	s.viewMu.Lock()
+	v := s.view
+	s.viewMu.Unlock()
+	if v == nil {
 		<-stop
 		return nil
 	}
 	for {
-		if err := s.view.update(w, true); err != nil {
+		if err := v.update(w, true); err != nil {
 			return err
 		}
 		select {
 		case <-stop:
 			return nil
-		case <-s.view.updates:
+		case <-v.updates:
 		}
 	}
 }
