@@ -49,15 +49,26 @@ $B imap-idle --imap $IMAP --smtp $SMTP --user idle --pass "$(pass idle)" --clien
 echo "## IDLE: SMTP 250 to EXISTS, $IDLE_CLIENTS clients of one namespace"
 $B imap-idle --imap $IMAP --smtp $SMTP --user idle --pass "$(pass idle)" --clients "$IDLE_CLIENTS" --rounds "$IDLE_FANOUT_ROUNDS"
 
-echo "## $FETCH_MESSAGES small messages read back"
+echo "## $FETCH_MESSAGES small messages read back, three times each"
 $B smtp --addr $SMTP --messages "$FETCH_MESSAGES" --conns 8 --to reader@fetch.localhost --label catchbox
-$B imap-fetch --imap $IMAP --user fetch --pass "$(pass fetch)" --pid $CB_PID
-$B pop3-fetch --pop3 $POP3 --user fetch --pass "$(pass fetch)" --pid $CB_PID
+for rep in 1 2 3; do
+	$B imap-fetch --imap $IMAP --user fetch --pass "$(pass fetch)" --pid $CB_PID
+	$B pop3-fetch --pop3 $POP3 --user fetch --pass "$(pass fetch)" --pid $CB_PID
+done
+# Mailpit's POP3 lists only its newest 100 messages: the like-for-like run
+# reads 100 messages in each of ten sessions from both.
+echo "## 100 messages a session, ten sessions"
+for rep in 1 2 3; do
+	$B pop3-fetch --pop3 $POP3 --user fetch --pass "$(pass fetch)" --max 100 --repeat 10 --pid $CB_PID
+done
 
 if [ -x "${MAILPIT_BIN:-/tmp/mailpit}" ]; then
 	eval "$(MAILPIT_POP3=127.0.0.1:21310 scripts/bench-peer-mailpit.sh start)"
 	$B smtp --addr "$MAILPIT_SMTP" --messages "$FETCH_MESSAGES" --conns 8 --to reader@fetch.localhost --label mailpit
-	$B pop3-fetch --pop3 127.0.0.1:21310 --user bench --pass bench-pass --pid "$MAILPIT_PID"
+	for rep in 1 2 3; do
+		$B pop3-fetch --pop3 127.0.0.1:21310 --user bench --pass bench-pass --pid "$MAILPIT_PID"
+		$B pop3-fetch --pop3 127.0.0.1:21310 --user bench --pass bench-pass --max 100 --repeat 10 --pid "$MAILPIT_PID"
+	done
 else
 	echo "# no Mailpit binary: its POP3 run is skipped (see scripts/bench-peer-mailpit.sh)"
 fi

@@ -211,17 +211,23 @@ func runIMAPFetch(args []string, stdout io.Writer) error {
 	return report(stdout, *asJSON, rep, rep.String())
 }
 
-// runPOP3Fetch logs in with USER and PASS, and retrieves every message with
-// RETR, as a POP3 client downloading a maildrop does.
+// runPOP3Fetch logs in with USER and PASS, and retrieves every message (or
+// the first --max) with RETR, as a POP3 client downloading a maildrop does;
+// --repeat sessions in a row, the totals reported.
 func runPOP3Fetch(args []string, stdout io.Writer) error {
 	fs := newFlagSet("pop3-fetch")
 	addr := fs.String("pop3", "127.0.0.1:1110", "POP3 host:port")
 	user := fs.String("user", "default", "POP3 user")
 	pass := fs.String("pass", "", "POP3 password")
+	maxN := fs.Int("max", 0, "retrieve at most this many messages a session (0: all)")
+	repeat := fs.Int("repeat", 1, "sessions in a row (1 to 1000)")
 	pid := fs.Int("pid", 0, "server process id, to report its CPU time over the run (0: not reported)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *repeat < 1 || *repeat > 1000 {
+		return errors.New("--repeat must be 1 to 1000")
 	}
 	rep := fetchReport{Protocol: "pop3", Addr: *addr}
 	cpu0, err := cpuTime(*pid)
@@ -229,7 +235,22 @@ func runPOP3Fetch(args []string, stdout io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	nc, err := net.DialTimeout("tcp", *addr, smtpTimeout)
+	for i := 0; i < *repeat; i++ {
+		if err := pop3Session(*addr, *user, *pass, *maxN, &rep); err != nil {
+			return err
+		}
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	if rep.ServerCPUSeconds, err = cpuSince(*pid, cpu0); err != nil {
+		return err
+	}
+	return report(stdout, *asJSON, rep, rep.String())
+}
+
+// pop3Session is one POP3 session that retrieves up to maxN messages (all for
+// 0), adding them to rep.
+func pop3Session(addr, user, pass string, maxN int, rep *fetchReport) error {
+	nc, err := net.DialTimeout("tcp", addr, smtpTimeout)
 	if err != nil {
 		return err
 	}
@@ -249,17 +270,18 @@ func runPOP3Fetch(args []string, stdout io.Writer) error {
 			return "", err
 		}
 		if !strings.HasPrefix(l, "+OK") {
-			return "", fmt.Errorf("%q: %s", strings.Fields(cmd + " x")[0], strings.TrimSpace(l))
+			name, _, _ := strings.Cut(cmd, " ")
+			return "", fmt.Errorf("%s: %s", name, strings.TrimSpace(l))
 		}
 		return strings.TrimSpace(l), nil
 	}
 	if _, err := status(""); err != nil {
 		return err
 	}
-	if _, err := status("USER " + *user); err != nil {
+	if _, err := status("USER " + user); err != nil {
 		return err
 	}
-	if _, err := status("PASS " + *pass); err != nil {
+	if _, err := status("PASS " + pass); err != nil {
 		return err
 	}
 	stat, err := status("STAT")
@@ -273,6 +295,9 @@ func runPOP3Fetch(args []string, stdout io.Writer) error {
 	n, err := strconv.Atoi(f[1])
 	if err != nil {
 		return fmt.Errorf("STAT: %q", stat)
+	}
+	if maxN > 0 {
+		n = min(n, maxN)
 	}
 	for i := 1; i <= n; i++ {
 		if _, err := status(fmt.Sprintf("RETR %d", i)); err != nil {
@@ -290,12 +315,8 @@ func runPOP3Fetch(args []string, stdout io.Writer) error {
 		}
 		rep.Messages++
 	}
-	status("QUIT")
-	rep.Seconds = time.Since(start).Seconds()
-	if rep.ServerCPUSeconds, err = cpuSince(*pid, cpu0); err != nil {
-		return err
-	}
-	return report(stdout, *asJSON, rep, rep.String())
+	_, err = status("QUIT")
+	return err
 }
 
 // clockTicks is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on

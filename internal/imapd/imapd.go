@@ -80,8 +80,8 @@ const (
 	DefaultMaxConnsPerIP    = 100
 	DefaultIdleTimeout      = 30 * time.Minute
 	DefaultCommandTimeout   = 30 * time.Second
-	DefaultCommandRate      = 100
-	DefaultCommandBurst     = 500
+	DefaultCommandRate      = 1000
+	DefaultCommandBurst     = 2000
 	DefaultMaxLoginCommands = 50
 	DefaultMaxMessageBytes  = 30 << 20
 )

@@ -63,8 +63,8 @@ const (
 	DefaultMaxConnsPerIP    = 100
 	DefaultIdleTimeout      = 10 * time.Minute
 	DefaultCommandTimeout   = 30 * time.Second
-	DefaultCommandRate      = 100
-	DefaultCommandBurst     = 500
+	DefaultCommandRate      = 1000
+	DefaultCommandBurst     = 2000
 	DefaultMaxLoginCommands = 50
 )
 
