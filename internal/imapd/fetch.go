@@ -75,15 +75,23 @@ func setsSeen(options *imap.FetchOptions) bool {
 	return false
 }
 
-// needsSource reports whether a FETCH item needs the message itself.
-func needsSource(options *imap.FetchOptions, m inbox.MailboxMessage) bool {
-	return options.Envelope || options.BodyStructure != nil || len(options.BodySection) > 0 ||
-		len(options.BinarySection) > 0 || len(options.BinarySectionSize) > 0 || (options.RFC822Size && !m.RawKept)
+// needsSource reports whether a FETCH item needs the message itself: the
+// size of a rebuilt message is known once it was built.
+func (s *session) needsSource(options *imap.FetchOptions, m inbox.MailboxMessage) bool {
+	if options.Envelope || options.BodyStructure != nil || len(options.BodySection) > 0 ||
+		len(options.BinarySection) > 0 || len(options.BinarySectionSize) > 0 {
+		return true
+	}
+	if options.RFC822Size && !m.RawKept {
+		_, known := s.mb.rebuiltSize(m.EmailID)
+		return !known
+	}
+	return false
 }
 
 func (s *session) fetchOne(ctx context.Context, rw *imapserver.FetchResponseWriter, m inbox.MailboxMessage, options *imap.FetchOptions, flagsChanged bool) error {
 	var src []byte
-	if needsSource(options, m) {
+	if s.needsSource(options, m) {
 		var err error
 		if src, err = s.source(ctx, m); err != nil {
 			return err
@@ -98,8 +106,10 @@ func (s *session) fetchOne(ctx context.Context, rw *imapserver.FetchResponseWrit
 	}
 	if options.RFC822Size {
 		size := m.Size
-		if !m.RawKept {
+		if !m.RawKept && src != nil {
 			size = int64(len(src))
+		} else if !m.RawKept {
+			size, _ = s.mb.rebuiltSize(m.EmailID) // known, or needsSource would have read it
 		}
 		rw.WriteRFC822Size(size)
 	}

@@ -166,15 +166,3 @@ func (h *harness) loginSelect(name string, opts *imapclient.Options) (*imapclien
 	}
 	return c, data
 }
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 15s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

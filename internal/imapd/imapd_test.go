@@ -10,6 +10,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 )
@@ -67,7 +68,34 @@ func TestFetchWhatSMTPStored(t *testing.T) {
 		if again.UIDValidity != mbox.UIDValidity {
 			t.Fatalf("UIDVALIDITY %d then %d", mbox.UIDValidity, again.UIDValidity)
 		}
+		if n := counter(t, "catchbox_mailbox_commands_total", map[string]string{"protocol": "imap", "command": "FETCH", "result": "ok"}); n < 4 {
+			t.Fatalf("catchbox_mailbox_commands_total of FETCH: %v, want at least the 4 above", n)
+		}
 	})
+}
+
+// counter is the value of a counter of the metrics registry with labels.
+func counter(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue metric
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }
 
 // An idling client is told of new mail (EXISTS) as it is stored, and of a

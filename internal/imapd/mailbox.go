@@ -264,6 +264,14 @@ func (mb *mailbox) sync(ctx context.Context, full bool) error {
 			if err != nil {
 				return err
 			}
+			// A read may see UIDs given after the check: keep each once.
+			last := uint32(0)
+			if len(msgs) > 0 {
+				last = msgs[len(msgs)-1].UID
+			}
+			for len(added) > 0 && added[0].UID <= last {
+				added = added[1:]
+			}
 			msgs = append(append(make([]inbox.MailboxMessage, 0, len(msgs)+len(added)), msgs...), added...)
 		}
 		if check.Modseq != old.modseq {
@@ -300,6 +308,11 @@ func (mb *mailbox) sync(ctx context.Context, full bool) error {
 		}
 	}
 	next.msgs = msgs
+	if n := len(msgs); n > 0 && msgs[n-1].UID >= next.uidNext {
+		// UIDs given between the check and the read: the next look starts
+		// after them.
+		next.uidNext = msgs[n-1].UID + 1
+	}
 	mb.mu.Lock()
 	mb.snap = next
 	mb.synced = time.Now()

@@ -132,7 +132,11 @@ func (c *candidate) matchNoErr(cr *imap.SearchCriteria) bool {
 	if cr.Larger != 0 || cr.Smaller != 0 {
 		size := m.Size
 		if !m.RawKept {
-			size = int64(len(c.source()))
+			n, known := c.s.mb.rebuiltSize(m.EmailID)
+			if !known {
+				n = int64(len(c.source()))
+			}
+			size = n
 		}
 		if cr.Larger != 0 && size <= cr.Larger || cr.Smaller != 0 && size >= cr.Smaller {
 			return false

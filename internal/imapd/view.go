@@ -114,15 +114,6 @@ func (v *view) update(w updateWriter, expunge bool) error {
 	return nil
 }
 
-// seqOf returns the sequence number of uid in the view, 0 when it has none.
-func (v *view) seqOf(uid uint32) uint32 {
-	i := sort.Search(len(v.uids), func(i int) bool { return v.uids[i] >= uid })
-	if i < len(v.uids) && v.uids[i] == uid {
-		return uint32(i + 1)
-	}
-	return 0
-}
-
 // target is a message a command names: its sequence number in the view and
 // its current state, when the mailbox still has it.
 type target struct {
