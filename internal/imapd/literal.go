@@ -20,17 +20,27 @@ const maxBufferedLiteral = 4096
 // literal (no continuation is sent, so the client sends no data), then BYE,
 // and the connection is closed (RFC 7888 section 4 allows the close). It sees
 // only the bytes of a plain-text connection; on TLS it stands aside
-// (conn.tls), and go-imap's behaviour is what the client gets.
+// (conn.tls), and go-imap's behaviour is what the client gets. A refused
+// APPEND literal (over the message limit) is passed over as if its bytes
+// came, which only blinds the watch for that many bytes.
 type literalWatch struct {
-	head []byte // the start of the line being read (its tag), at most 64 bytes
-	tail []byte // its last bytes, at most 32
+	head []byte // the start of the command being read (its tag), at most 64 bytes
+	tail []byte // the last bytes of its current line, at most 32
+	skip int64  // bytes of a literal still to come: data, not command text
 }
 
 // feed follows bytes read from the client. For a line that ends in a
 // literal over the limit of a command other than APPEND it returns what to
-// answer before the connection is closed.
+// answer before the connection is closed. The bytes of a literal it lets
+// through (a message being appended, say) are passed over as data.
 func (w *literalWatch) feed(p []byte) (refusal string) {
 	for len(p) > 0 {
+		if w.skip > 0 {
+			n := min(w.skip, int64(len(p)))
+			w.skip -= n
+			p = p[n:]
+			continue
+		}
 		nl := bytes.IndexByte(p, '\n')
 		line := p
 		if nl >= 0 {
@@ -46,15 +56,23 @@ func (w *literalWatch) feed(p []byte) (refusal string) {
 		if nl < 0 {
 			return ""
 		}
-		if size, nonSync, ok := literalAtEnd(w.tail); ok && size > maxBufferedLiteral && !isAppend(w.head) {
+		p = p[nl+1:]
+		size, nonSync, ok := literalAtEnd(w.tail)
+		w.tail = w.tail[:0]
+		if !ok {
+			w.head = w.head[:0] // the command ended
+			continue
+		}
+		if size > maxBufferedLiteral && !isAppend(w.head) {
 			bye := "* BYE Literals are limited to 4096 bytes in commands other than APPEND\r\n"
 			if tag, _, ok := bytes.Cut(w.head, []byte(" ")); ok && !nonSync {
 				return string(tag) + " NO [TOOBIG] Literals are limited to 4096 bytes for this command\r\n" + bye
 			}
 			return bye
 		}
-		w.head, w.tail = w.head[:0], w.tail[:0]
-		p = p[nl+1:]
+		// The literal's bytes follow (at once, or after the continuation),
+		// then the rest of the command.
+		w.skip = size
 	}
 	return ""
 }
