@@ -13,6 +13,7 @@ import (
 	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/tenant"
 )
 
 // A message sent over SMTP is read over IMAP byte for byte, with its UID,
@@ -189,6 +190,47 @@ func TestExpungeDeletes(t *testing.T) {
 		var imapErr *imap.Error
 		if _, err := c.Select("Archive", nil).Wait(); !errors.As(err, &imapErr) {
 			t.Fatalf("select Archive: %v", err)
+		}
+	})
+}
+
+// A quota deletion (the oldest email pushed out by a new one) reaches an
+// idle client as EXPUNGE, with the new message's EXISTS.
+func TestQuotaDeletionToIdleClient(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db, Config{})
+		quota := 2
+		if _, err := h.tenants.UpsertNamespace(context.Background(), h.ns["beta"].OrgID, "beta", tenant.Settings{QuotaLimit: &quota}); err != nil {
+			t.Fatal(err)
+		}
+		h.send("q@beta.localhost", message("q@beta.localhost", "first", "1"))
+		h.send("q@beta.localhost", message("q@beta.localhost", "second", "2"))
+		expunged := make(chan uint32, 4)
+		exists := make(chan uint32, 4)
+		c := h.login("beta", &imapclient.Options{UnilateralDataHandler: &imapclient.UnilateralDataHandler{
+			Expunge: func(seq uint32) { expunged <- seq },
+			Mailbox: func(d *imapclient.UnilateralDataMailbox) {
+				if d.NumMessages != nil {
+					exists <- *d.NumMessages
+				}
+			},
+		}})
+		idle, err := c.Idle()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.send("q@beta.localhost", message("q@beta.localhost", "third", "3"))
+		if seq := <-expunged; seq != 1 {
+			t.Fatalf("EXPUNGE %d, want 1 (the oldest)", seq)
+		}
+		if n := <-exists; n != 2 {
+			t.Fatalf("EXISTS %d, want 2", n)
+		}
+		idle.Close()
+		idle.Wait()
+		msgs, err := c.Fetch(imap.SeqSet{{Start: 1, Stop: 0}}, &imap.FetchOptions{UID: true, Envelope: true}).Collect()
+		if err != nil || len(msgs) != 2 || msgs[0].Envelope.Subject != "second" || msgs[1].Envelope.Subject != "third" || msgs[1].UID != 3 {
+			t.Fatalf("after the quota: %+v %v", msgs, err)
 		}
 	})
 }
