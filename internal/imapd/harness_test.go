@@ -26,17 +26,18 @@ import (
 // store, sharing one credential check, with namespaces "alpha" and "beta" of
 // organisation acme and "gamma" of organisation other.
 type harness struct {
-	t        *testing.T
-	db       *store.DB
-	tenants  *tenant.Service
-	searcher *inbox.Searcher
-	ingester *inbox.Ingester
-	notifier notify.Notifier
-	auth     *mailauth.Checker
-	srv      *Server
-	imapAddr string
-	smtpAddr string
-	ns       map[string]tenant.Namespace
+	t         *testing.T
+	db        *store.DB
+	tenants   *tenant.Service
+	searcher  *inbox.Searcher
+	ingester  *inbox.Ingester
+	notifier  notify.Notifier
+	auth      *mailauth.Checker
+	srv       *Server
+	imapAddr  string
+	imapsAddr string // the implicit TLS listener's, when started
+	smtpAddr  string
+	ns        map[string]tenant.Namespace
 }
 
 func newHarness(t *testing.T, db *store.DB, cfg Config) *harness {
@@ -80,23 +81,41 @@ func newHarness(t *testing.T, db *store.DB, cfg Config) *harness {
 
 // serve starts an IMAP listener; it is shut down when the test ends.
 func (h *harness) serve(cfg Config) {
+	h.serveListeners(cfg, false)
+}
+
+// serveListeners starts an IMAP listener, and with implicitTLS a second one
+// speaking implicit TLS (its address in h.imapsAddr).
+func (h *harness) serveListeners(cfg Config, implicitTLS bool) {
 	h.t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	srv := New(cfg, h.auth, h.tenants, h.searcher, h.ingester, h.notifier)
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(l, false) }()
 	h.srv, h.imapAddr = srv, l.Addr().String()
+	listeners := 1
+	if implicitTLS {
+		tl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		go func() { served <- srv.Serve(tl, true) }()
+		h.imapsAddr = tl.Addr().String()
+		listeners++
+	}
 	h.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			h.t.Errorf("shutdown: %v", err)
 		}
-		if err := <-served; err != nil {
-			h.t.Errorf("serve: %v", err)
+		for range listeners {
+			if err := <-served; err != nil {
+				h.t.Errorf("serve: %v", err)
+			}
 		}
 	})
 }

@@ -25,6 +25,7 @@ import (
 // store, with namespaces "alpha" (organisation acme) and "gamma" (other).
 type harness struct {
 	t        *testing.T
+	auth     *mailauth.Checker
 	tenants  *tenant.Service
 	searcher *inbox.Searcher
 	pop3Addr string
@@ -49,6 +50,7 @@ func newHarness(t *testing.T, db *store.DB, cfg Config) *harness {
 	ing := inbox.NewIngester(db, notify.NewHub())
 	t.Cleanup(ing.Close)
 	auth := mailauth.New(ts, 3, time.Minute)
+	h.auth = auth
 	sl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +87,34 @@ func (h *harness) send(rcpt, raw string) {
 	}
 }
 
+// serveTLS starts another POP3 listener with cfg, and a second one speaking
+// implicit TLS, returning their addresses; both stop when the test ends.
+func (h *harness) serveTLS(cfg Config) (plain, implicit string) {
+	h.t.Helper()
+	srv := New(cfg, h.auth, h.searcher)
+	served := make(chan error, 2)
+	var addrs [2]string
+	for i, tlsOn := range []bool{false, true} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		addrs[i] = l.Addr().String()
+		go func() { served <- srv.Serve(l, tlsOn) }()
+	}
+	h.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		for range 2 {
+			if err := <-served; err != nil {
+				h.t.Errorf("serve: %v", err)
+			}
+		}
+	})
+	return addrs[0], addrs[1]
+}
+
 // client speaks POP3 line by line.
 type client struct {
 	t  *testing.T
@@ -98,6 +128,12 @@ func (h *harness) dial() *client {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	return h.client(nc)
+}
+
+// client reads the greeting on nc and returns a client speaking on it.
+func (h *harness) client(nc net.Conn) *client {
+	h.t.Helper()
 	h.t.Cleanup(func() { nc.Close() })
 	nc.SetDeadline(time.Now().Add(30 * time.Second)) // a guard against a hung test
 	c := &client{t: h.t, nc: nc, r: bufio.NewReader(nc)}
