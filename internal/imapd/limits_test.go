@@ -284,3 +284,42 @@ func TestExpiryToIdleClient(t *testing.T) {
 		idle.Close()
 	})
 }
+
+// Connections over the per-address cap are told BYE and closed; one that
+// closes frees its slot.
+func TestConnectionsPerAddress(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db, Config{MaxConnsPerIP: 2})
+		first, _ := h.raw(), h.raw()
+		nc, err := net.Dial("tcp", h.imapAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(30 * time.Second))
+		third := &raw{t: t, nc: nc, r: bufio.NewReader(nc)}
+		third.expect("* BYE Too many connections from your address")
+		if !third.closed() {
+			t.Fatal("the connection over the cap stayed open")
+		}
+		first.send("a LOGOUT\r\n")
+		first.closed()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			nc, err := net.Dial("tcp", h.imapAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc.SetDeadline(time.Now().Add(30 * time.Second))
+			l, _ := bufio.NewReader(nc).ReadString('\n')
+			nc.Close()
+			if strings.HasPrefix(l, "* OK") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no connection admitted after one closed: %q", l)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
