@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-sasl"
+	gosmtp "github.com/emersion/go-smtp"
+
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/mailauth"
 	"github.com/catchbox/catchbox/internal/notify"
@@ -292,5 +295,29 @@ func TestSilentAndLongLines(t *testing.T) {
 		long := h.dial()
 		fmt.Fprintf(long.nc, "USER %s\r\n", strings.Repeat("x", 1000))
 		long.expect("-ERR Line too long")
+	})
+}
+
+// Failed logins count once per address across SMTP AUTH and POP3 (one
+// mailauth.Checker): two failed SMTP AUTHs and one failed POP3 login use up
+// the three attempts, and the next POP3 login is refused whatever it sends.
+func TestThrottleSharedWithSMTP(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := newHarness(t, db, Config{})
+		for i := 0; i < 2; i++ {
+			c, err := gosmtp.Dial(h.smtpAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Auth(sasl.NewPlainClient("", "alpha", "wrong")); err == nil {
+				t.Fatal("a wrong SMTP AUTH was accepted")
+			}
+			c.Close()
+		}
+		c := h.dial()
+		c.cmd("USER alpha", "+OK")
+		c.cmd("PASS wrong", "-ERR [AUTH] Authentication failed")
+		c.cmd("USER alpha", "+OK")
+		c.cmd("PASS "+h.tenants.SMTPPassword(h.ns["alpha"]), "-ERR [AUTH] Too many")
 	})
 }
