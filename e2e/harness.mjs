@@ -71,6 +71,8 @@ export async function startCatchbox(extraEnv = {}) {
     CATCHBOX_DATA_DIR: dataDir,
     CATCHBOX_HTTP_ADDR: "127.0.0.1:0",
     CATCHBOX_SMTP_ADDR: "127.0.0.1:0",
+    CATCHBOX_IMAP_ADDR: "127.0.0.1:0",
+    CATCHBOX_POP3_ADDR: "127.0.0.1:0",
     CATCHBOX_API_KEY: apiKey,
     CATCHBOX_LOG_FORMAT: "json",
     ...extraEnv,
@@ -95,6 +97,8 @@ export async function startCatchbox(extraEnv = {}) {
     dataDir, // for admin commands against the running server's store
     baseUrl: ready.http + "/",
     smtp: ready.smtp[0],
+    imap: ready.imap, // host:port of the IMAP listener
+    pop3: ready.pop3,
     log: () => log,
     async stop() {
       child.kill("SIGTERM");

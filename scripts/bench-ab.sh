@@ -30,7 +30,7 @@ cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # run VARIANT SIZE: one fresh server, one ingest run; prints one result line.
 run() {
 	rm -rf "$OUT/data"; mkdir -p "$OUT/data"
-	CATCHBOX_DATA_DIR=$OUT/data CATCHBOX_API_KEY=benchkey12345 CATCHBOX_SMTP_ADDR=$SMTP CATCHBOX_HTTP_ADDR=$HTTP \
+	CATCHBOX_DATA_DIR=$OUT/data CATCHBOX_API_KEY=benchkey12345 CATCHBOX_SMTP_ADDR=$SMTP CATCHBOX_IMAP_ADDR= CATCHBOX_POP3_ADDR= CATCHBOX_HTTP_ADDR=$HTTP \
 		CATCHBOX_SECRET_KEY=bench-secret-key-0123456789 "$OUT/catchbox-$1" serve >>"$OUT/server.log" 2>&1 &
 	PID=$!
 	i=0

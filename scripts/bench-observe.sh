@@ -29,7 +29,7 @@ trap '[ -z "$PID" ] || kill "$PID" 2>/dev/null || true' EXIT INT TERM
 # start VARIANT DATADIR: a server with the access log and metrics on or off.
 start() {
 	if [ "$1" = on ]; then flags="CATCHBOX_ACCESS_LOG=true CATCHBOX_METRICS=true"; else flags="CATCHBOX_ACCESS_LOG=false CATCHBOX_METRICS=false"; fi
-	env $flags CATCHBOX_LOG_FORMAT=json CATCHBOX_DATA_DIR=$2 CATCHBOX_API_KEY=$KEY CATCHBOX_SMTP_ADDR=$SMTP CATCHBOX_HTTP_ADDR=$HTTP \
+	env $flags CATCHBOX_LOG_FORMAT=json CATCHBOX_DATA_DIR=$2 CATCHBOX_API_KEY=$KEY CATCHBOX_SMTP_ADDR=$SMTP CATCHBOX_IMAP_ADDR= CATCHBOX_POP3_ADDR= CATCHBOX_HTTP_ADDR=$HTTP \
 		CATCHBOX_SECRET_KEY=bench-secret-key-0123456789 "$OUT/catchbox" serve >>"$OUT/server-$1.log" 2>&1 &
 	PID=$!
 	i=0

@@ -16,6 +16,9 @@
 #   MAILPIT_SMTP  SMTP listen address (default 127.0.0.1:21025)
 #   MAILPIT_HTTP  HTTP listen address (default 127.0.0.1:28025)
 #   MAILPIT_DIR   state directory: database, log, pid file (default /tmp/catchbox-bench-mailpit)
+#   MAILPIT_POP3  POP3 listen address (default: POP3 off); its one user is
+#                 MAILPIT_POP3_USER (default bench) with MAILPIT_POP3_PASS
+#                 (default bench-pass), written to a password file in MAILPIT_DIR
 #
 # Mailpit runs with: a fresh database in MAILPIT_DIR; --max 0 so it keeps
 # every message (its default prunes to 500, which would empty a search
@@ -64,7 +67,15 @@ MSG
 	fi
 	mkdir -p "$MAILPIT_DIR"
 	rm -f "$MAILPIT_DIR"/mailpit.db "$MAILPIT_DIR"/mailpit.db-* "$MAILPIT_DIR"/mailpit.log
-	"$MAILPIT_BIN" \
+	set --
+	if [ -n "${MAILPIT_POP3:-}" ]; then
+		loopback "$MAILPIT_POP3" MAILPIT_POP3
+		# htpasswd's {SHA} form, which Mailpit's password files accept.
+		printf '%s:{SHA}%s\n' "${MAILPIT_POP3_USER:-bench}" \
+			"$(printf '%s' "${MAILPIT_POP3_PASS:-bench-pass}" | openssl dgst -binary -sha1 | base64)" >"$MAILPIT_DIR/pop3.passwd"
+		set -- --pop3 "$MAILPIT_POP3" --pop3-auth-file "$MAILPIT_DIR/pop3.passwd"
+	fi
+	"$MAILPIT_BIN" "$@" \
 		--database "$MAILPIT_DIR/mailpit.db" \
 		--smtp "$MAILPIT_SMTP" \
 		--listen "$MAILPIT_HTTP" \

@@ -22,7 +22,7 @@ fail() { echo "test-image: $*" >&2; exit 1; }
 cfg=$($tool image inspect --format '{{.Config.User}}|{{json .Config.ExposedPorts}}|{{json .Config.Volumes}}|{{json .Config.Entrypoint}}|{{json .Config.Env}}' "$image")
 echo "image config: $cfg"
 case $cfg in 65532:65532\|*) ;; *) fail "the image does not run as user 65532" ;; esac
-for want in '"8025/tcp"' '"2525/tcp"' '"/data"' '["/catchbox"]' 'CATCHBOX_DATA_DIR=/data' 'CATCHBOX_HTTP_ADDR=0.0.0.0:8025' 'CATCHBOX_SMTP_ADDR=0.0.0.0:2525'; do
+for want in '"8025/tcp"' '"2525/tcp"' '"1143/tcp"' '"1110/tcp"' '"/data"' '["/catchbox"]' 'CATCHBOX_DATA_DIR=/data' 'CATCHBOX_HTTP_ADDR=0.0.0.0:8025' 'CATCHBOX_SMTP_ADDR=0.0.0.0:2525' 'CATCHBOX_IMAP_ADDR=0.0.0.0:1143' 'CATCHBOX_POP3_ADDR=0.0.0.0:1110'; do
 	case $cfg in *"$want"*) ;; *) fail "the image config lacks $want" ;; esac
 done
 
@@ -39,7 +39,7 @@ if readelf -l "$work/root/catchbox" | grep -q 'Requesting program interpreter'; 
 # Start the image's binary as the image would (its env, its user, its root
 # when chroot is allowed), on free loopback ports.
 http=127.0.0.1:18925 smtp=127.0.0.1:12925
-env="CATCHBOX_DATA_DIR=/data CATCHBOX_HTTP_ADDR=$http CATCHBOX_SMTP_ADDR=$smtp CATCHBOX_API_KEY=cbx_image_test_key"
+env="CATCHBOX_DATA_DIR=/data CATCHBOX_HTTP_ADDR=$http CATCHBOX_SMTP_ADDR=$smtp CATCHBOX_IMAP_ADDR=127.0.0.1:0 CATCHBOX_POP3_ADDR=127.0.0.1:0 CATCHBOX_API_KEY=cbx_image_test_key"
 chroot=$(command -v chroot || echo /usr/sbin/chroot)
 if "$chroot" --userspec=65532:65532 "$work/root" /catchbox version >/dev/null 2>&1; then
 	echo "starting /catchbox serve in a chroot of the exported filesystem, as 65532"

@@ -74,9 +74,12 @@ type server struct {
 	logs *logBuffer
 
 	// HTTP is the base URL of the API, SMTP the address of the (first) SMTP
-	// listener, both read from the ready log line.
+	// listener, IMAP and POP3 those of the IMAP and POP3 listeners, all read
+	// from the ready log line.
 	HTTP string
 	SMTP string
+	IMAP string
+	POP3 string
 
 	ready  chan map[string]any // receives the parsed ready log line
 	exited chan struct{}       // closed once the process has been waited for
@@ -99,6 +102,8 @@ func spawnServer(t *testing.T, name string, env map[string]string) *server {
 	full := map[string]string{
 		"CATCHBOX_HTTP_ADDR":  "127.0.0.1:0",
 		"CATCHBOX_SMTP_ADDR":  "127.0.0.1:0",
+		"CATCHBOX_IMAP_ADDR":  "127.0.0.1:0",
+		"CATCHBOX_POP3_ADDR":  "127.0.0.1:0",
 		"CATCHBOX_LOG_FORMAT": "json",
 		"CATCHBOX_API_KEY":    testAPIKey,
 	}
@@ -161,6 +166,8 @@ func (s *server) waitReady() {
 		if addrs, ok := rec["smtp"].([]any); ok && len(addrs) > 0 {
 			s.SMTP, _ = addrs[0].(string)
 		}
+		s.IMAP, _ = rec["imap"].(string)
+		s.POP3, _ = rec["pop3"].(string)
 		if s.HTTP == "" || s.SMTP == "" {
 			t.Fatalf("%s: ready line without addresses: %v", name, rec)
 		}

@@ -18,6 +18,9 @@
 //	catchbox-bench rss    --pid PID --interval 100ms
 //	catchbox-bench relay  --addr 127.0.0.1:0 --user catchbox --pass relay-secret
 //	catchbox-bench webhook --api http://127.0.0.1:8025 --smtp 127.0.0.1:2525 --key KEY --rounds 200 --burst 2000
+//	catchbox-bench imap-idle --imap 127.0.0.1:1143 --smtp 127.0.0.1:2525 --pass PASS --clients 1000 --rounds 100
+//	catchbox-bench imap-fetch --imap 127.0.0.1:1143 --pass PASS --pid PID
+//	catchbox-bench pop3-fetch --pop3 127.0.0.1:1110 --pass PASS --pid PID
 package main
 
 import (
@@ -44,6 +47,9 @@ var commands = []command{
 	{"rss", "sample a process's resident memory and report its peak", runRSS},
 	{"relay", "an SMTP relay sink for outbound mail, printing each message it accepts as JSON", runRelay},
 	{"webhook", "time from the SMTP 250 to the email.received webhook's arrival, and events per second", runWebhook},
+	{"imap-idle", "time from the SMTP 250 to EXISTS at each of N idling IMAP clients", runIMAPIdle},
+	{"imap-fetch", "fetch every message of INBOX over IMAP (BODY.PEEK[]) and report time and server CPU", runIMAPFetch},
+	{"pop3-fetch", "retrieve every message over POP3 (RETR) and report time and server CPU", runPOP3Fetch},
 }
 
 func main() {

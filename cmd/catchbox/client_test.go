@@ -42,7 +42,7 @@ func serve(t *testing.T, dbURL string) *served {
 		}
 	}
 	s.env = append(s.env, "CATCHBOX_DATA_DIR="+t.TempDir(), "CATCHBOX_DATABASE_URL="+dbURL, "CATCHBOX_API_KEY="+cliKey,
-		"CATCHBOX_HTTP_ADDR=127.0.0.1:0", "CATCHBOX_SMTP_ADDR=127.0.0.1:0", "CATCHBOX_LOG_FORMAT=json", "CATCHBOX_WAIT_HOLD=200ms")
+		"CATCHBOX_HTTP_ADDR=127.0.0.1:0", "CATCHBOX_SMTP_ADDR=127.0.0.1:0", "CATCHBOX_IMAP_ADDR=127.0.0.1:0", "CATCHBOX_POP3_ADDR=127.0.0.1:0", "CATCHBOX_LOG_FORMAT=json", "CATCHBOX_WAIT_HOLD=200ms")
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = s.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

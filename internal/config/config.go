@@ -61,6 +61,17 @@ type Serve struct {
 	SMTPAuthFailures    int           `name:"smtp-auth-failures" env:"CATCHBOX_SMTP_AUTH_FAILURES" default:"10" help:"Failed SMTP AUTH attempts one client address may make before AUTH from it is refused (421, and the connection closed)."`
 	SMTPAuthLockout     time.Duration `name:"smtp-auth-lockout" env:"CATCHBOX_SMTP_AUTH_LOCKOUT" default:"1m" help:"Once an address has used up its failed SMTP AUTH attempts, it regains one attempt per this period."`
 
+	IMAPAddr           string        `name:"imap-addr" env:"CATCHBOX_IMAP_ADDR" default:"127.0.0.1:1143" empty:"off" help:"IMAP listen address (empty: IMAP is off)."`
+	IMAPSAddr          string        `name:"imaps-addr" env:"CATCHBOX_IMAPS_ADDR" help:"IMAP listen address with implicit TLS (needs --tls-cert; default: none)."`
+	IMAPPublicPort     int           `name:"imap-public-port" env:"CATCHBOX_IMAP_PUBLIC_PORT" help:"IMAP port returned by GET /api/smtp/{namespace} as imap_port (default: port of the IMAP address)."`
+	IMAPMaxConnections int           `name:"imap-max-connections" env:"CATCHBOX_IMAP_MAX_CONNECTIONS" default:"1000" help:"Most IMAP connections open at once; more are answered BYE. From one client address: --smtp-max-connections-per-ip."`
+	IMAPIdleTimeout    time.Duration `name:"imap-idle-timeout" env:"CATCHBOX_IMAP_IDLE_TIMEOUT" default:"30m" help:"A logged-in IMAP client silent this long (IDLE included) is logged out."`
+	POP3Addr           string        `name:"pop3-addr" env:"CATCHBOX_POP3_ADDR" default:"127.0.0.1:1110" empty:"off" help:"POP3 listen address (empty: POP3 is off)."`
+	POP3SAddr          string        `name:"pop3s-addr" env:"CATCHBOX_POP3S_ADDR" help:"POP3 listen address with implicit TLS (needs --tls-cert; default: none)."`
+	POP3PublicPort     int           `name:"pop3-public-port" env:"CATCHBOX_POP3_PUBLIC_PORT" help:"POP3 port returned by GET /api/smtp/{namespace} as pop3_port (default: port of the POP3 address)."`
+	POP3MaxConnections int           `name:"pop3-max-connections" env:"CATCHBOX_POP3_MAX_CONNECTIONS" default:"500" help:"Most POP3 connections open at once; more are refused. From one client address: --smtp-max-connections-per-ip."`
+	POP3IdleTimeout    time.Duration `name:"pop3-idle-timeout" env:"CATCHBOX_POP3_IDLE_TIMEOUT" default:"10m" help:"A logged-in POP3 client silent this long is logged out."`
+
 	RateLimitKey      float64 `name:"rate-limit-key" env:"CATCHBOX_RATE_LIMIT_KEY" default:"1000" help:"HTTP requests per second one API key may make, sustained (0: no limit); more are answered 429."`
 	RateLimitKeyBurst int     `name:"rate-limit-key-burst" env:"CATCHBOX_RATE_LIMIT_KEY_BURST" default:"2000" help:"HTTP requests one API key may make at once, above its rate."`
 	RateLimitIP       float64 `name:"rate-limit-ip" env:"CATCHBOX_RATE_LIMIT_IP" default:"1000" help:"HTTP requests per second without an API key (downloads, webhook, health) one client address may make (0: no limit)."`
@@ -170,6 +181,9 @@ func (c *Serve) Validate() error {
 	if c.SMTPIdleTimeout <= 0 {
 		return invalid("must be positive", "smtp-idle-timeout")
 	}
+	if err := c.validateMailbox(); err != nil {
+		return err
+	}
 	if err := c.validateRateLimits(); err != nil {
 		return err
 	}
@@ -256,8 +270,9 @@ func invalid(reason string, flags ...string) error {
 
 // checkEmpty refuses an empty value of every string setting that has a
 // default: an empty CATCHBOX_MAIL_DOMAIN is a mistake, not a wish for no
-// domain (unset the variable to get the default). Embedded structs are
-// checked too.
+// domain (unset the variable to get the default). A setting tagged
+// empty:"off" is exempt: its empty value turns something off (the IMAP and
+// POP3 listeners). Embedded structs are checked too.
 func checkEmpty(v reflect.Value) error {
 	for i := 0; i < v.NumField(); i++ {
 		f, field := v.Field(i), v.Type().Field(i)
@@ -268,10 +283,30 @@ func checkEmpty(v reflect.Value) error {
 			continue
 		}
 		def, ok := field.Tag.Lookup("default")
-		if !ok || def == "" || f.Kind() != reflect.String || strings.TrimSpace(f.String()) != "" {
+		if !ok || def == "" || f.Kind() != reflect.String || strings.TrimSpace(f.String()) != "" || field.Tag.Get("empty") == "off" {
 			continue
 		}
 		return invalid(fmt.Sprintf("is empty: give a value, or leave it unset for the default (%s)", def), field.Tag.Get("name"))
+	}
+	return nil
+}
+
+// validateMailbox checks the IMAP and POP3 settings: an implicit TLS address
+// needs a certificate, limits are positive.
+func (c *Serve) validateMailbox() error {
+	if c.IMAPMaxConnections < 1 || c.POP3MaxConnections < 1 {
+		return invalid("must be at least 1", "imap-max-connections", "pop3-max-connections")
+	}
+	if c.IMAPIdleTimeout <= 0 || c.POP3IdleTimeout <= 0 {
+		return invalid("must be positive", "imap-idle-timeout", "pop3-idle-timeout")
+	}
+	if (c.IMAPSAddr != "" || c.POP3SAddr != "") && c.TLSCert == "" {
+		return invalid("need --tls-cert and --tls-key", "imaps-addr", "pop3s-addr")
+	}
+	for _, p := range []int{c.IMAPPublicPort, c.POP3PublicPort} {
+		if p < 0 || p > 65535 {
+			return invalid("must be port numbers", "imap-public-port", "pop3-public-port")
+		}
 	}
 	return nil
 }
@@ -300,6 +335,27 @@ func hostName(d string) bool {
 		}
 	}
 	return true
+}
+
+// MailboxPublicPorts are the IMAP and POP3 ports GET /api/smtp/{namespace}
+// reports: the configured public port, else the port of the listen address; 0
+// for a listener that is off.
+func (c *Serve) MailboxPublicPorts() (imap, pop3 int) {
+	port := func(public int, addr string) int {
+		if addr == "" {
+			return 0
+		}
+		if public != 0 {
+			return public
+		}
+		_, p, err := net.SplitHostPort(addr)
+		if err != nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	return port(c.IMAPPublicPort, c.IMAPAddr), port(c.POP3PublicPort, c.POP3Addr)
 }
 
 // MinMemoryLimit is the smallest CATCHBOX_MEMORY_LIMIT: an idle server holds

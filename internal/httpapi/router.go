@@ -36,6 +36,7 @@ type Deps struct {
 	TOTP         *totp.Service
 	Outbound     *outbound.API
 	SMTPEndpoint tenant.SMTPEndpoint
+	MailboxPorts tenant.MailboxPorts
 	// Limits are the request limits of the groups; nil limits nothing.
 	Limits *Limits
 
@@ -114,7 +115,7 @@ func routes(r chi.Router, d Deps) {
 	key.get("/api/test", d.Tenants.TestKeyHandler)
 	key.get("/api/namespaces", d.Tenants.ListNamespacesHandler)
 	key.post("/api/namespace/{namespace}/settings", d.Tenants.UpsertSettingsHandler)
-	key.get("/api/smtp/{namespace}", d.Tenants.SMTPSettingsHandler(d.SMTPEndpoint))
+	key.get("/api/smtp/{namespace}", d.Tenants.SMTPSettingsHandler(d.SMTPEndpoint, d.MailboxPorts))
 
 	key.get("/api/emails/{namespace}/inbox", d.Inbox.SearchInboxHandler)
 	key.delete("/api/emails/{namespace}/inbox", d.Inbox.ClearInboxHandler)

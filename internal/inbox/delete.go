@@ -11,8 +11,8 @@ import (
 	"github.com/catchbox/catchbox/internal/tenant"
 )
 
-// deleteEmails deletes emails with their recipients, attachments and raw source,
-// and every blob that no row refers to any more. Every deletion of emails goes
+// deleteEmails deletes emails with their recipients, attachments, raw source and
+// IMAP UID and flags, and every blob that no row refers to any more. Every deletion of emails goes
 // through it (the reaper, the quota at ingest), so no blob is left behind. seqs
 // and ids name the same emails; at most inChunk of them.
 func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
@@ -20,6 +20,20 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 		return nil
 	}
 	in := placeholders(len(ids))
+	if tx.Dialect() == store.Postgres {
+		// Lock the emails first, in a fixed order: a transaction deleting the
+		// same emails at once (the reaper and an IMAP EXPUNGE, say) waits here,
+		// then finds them gone and leaves them, instead of taking them off the
+		// namespace's count a second time.
+		var err error
+		if seqs, ids, err = selectEmails(ctx, tx, "SELECT seq, id FROM emails WHERE seq IN "+in+" ORDER BY seq FOR UPDATE", seqs...); err != nil {
+			return fmt.Errorf("lock emails to delete: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		in = placeholders(len(ids))
+	}
 	hashes, err := selectColumn[string](ctx, tx, "SELECT DISTINCT blob_hash FROM attachments WHERE email_id IN "+in+" AND blob_hash IS NOT NULL", ids...)
 	if err != nil {
 		return fmt.Errorf("find blobs of deleted emails: %w", err)
@@ -55,6 +69,7 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 		args []any
 	}{
 		{"DELETE FROM email_recipients WHERE email_seq IN " + in, seqs},
+		{"DELETE FROM mailbox_messages WHERE email_seq IN " + in, seqs},
 		{"DELETE FROM attachments WHERE email_id IN " + in, ids},
 		{"DELETE FROM emails WHERE seq IN " + in, seqs},
 	} {

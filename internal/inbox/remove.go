@@ -21,16 +21,34 @@ import (
 
 // DeleteEmail deletes one email; ErrNotFound when there is none of that id.
 func (s *Searcher) DeleteEmail(ctx context.Context, id string) error {
-	return s.db.InTx(ctx, func(tx *store.Tx) error {
-		seqs, ids, err := selectEmails(ctx, tx, "SELECT seq, id FROM emails WHERE id = ?", id)
-		if err != nil {
-			return fmt.Errorf("find email to delete: %w", err)
-		}
-		if len(ids) == 0 {
-			return store.ErrNotFound
-		}
-		return deleteEmails(ctx, tx, seqs, ids)
+	n, err := s.DeleteEmails(ctx, "", []string{id})
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// DeleteEmails deletes the emails of those ids that exist (of the namespace
+// only, when namespaceID is not ""), as the API's DELETE does, and returns how
+// many it deleted: IMAP's EXPUNGE and POP3's DELE are this call too. An id
+// already gone (reaped, deleted by another client) is no error.
+func (s *Searcher) DeleteEmails(ctx context.Context, namespaceID string, ids []string) (int, error) {
+	total := 0
+	err := eachChunk(ids, func(part []any) error {
+		return s.db.InTx(ctx, func(tx *store.Tx) error {
+			q, args := "SELECT seq, id FROM emails WHERE id IN "+placeholders(len(part)), part
+			if namespaceID != "" {
+				q, args = q+" AND namespace_id = ?", append(part, namespaceID)
+			}
+			seqs, found, err := selectEmails(ctx, tx, q, args...)
+			if err != nil {
+				return fmt.Errorf("find emails to delete: %w", err)
+			}
+			total += len(found)
+			return deleteEmails(ctx, tx, seqs, found)
+		})
 	})
+	return total, err
 }
 
 // ClearNamespace deletes every email of the namespace, in batches of one

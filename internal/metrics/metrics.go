@@ -86,7 +86,7 @@ var (
 
 	authAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "catchbox_auth_attempts_total",
-		Help: "Attempts at credentials, by kind (smtp: SMTP AUTH; signin: the dashboard's sign-in; api_key: a request with X-Api-Key) and result: ok, failed (evaluated and wrong), throttled (refused before evaluation), busy (sign-in: too many password checks at once).",
+		Help: "Attempts at credentials, by kind (smtp: SMTP AUTH; imap, pop3: their logins; signin: the dashboard's sign-in; api_key: a request with X-Api-Key) and result: ok, failed (evaluated and wrong), throttled (refused before evaluation), busy (sign-in: too many password checks at once).",
 	}, []string{"kind", "result"})
 
 	jobOutcomes = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -31,11 +31,14 @@ import (
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/deliverability"
 	"github.com/catchbox/catchbox/internal/httpapi"
+	"github.com/catchbox/catchbox/internal/imapd"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
+	"github.com/catchbox/catchbox/internal/mailauth"
 	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/pop3d"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/sms"
@@ -56,6 +59,10 @@ type Ready struct {
 	HTTPAddr  string
 	SMTPAddrs []string
 	PublicURL string
+	// IMAPAddr and POP3Addr are the plain-text IMAP and POP3 listeners'
+	// addresses, "" for one that is off.
+	IMAPAddr string
+	POP3Addr string
 }
 
 // Service is catchbox serve, built and ready to serve. Its parts are exported
@@ -96,6 +103,10 @@ type Service struct {
 
 	// SMTP serves the listeners Serve is given.
 	SMTP *smtpd.Server
+	// IMAP and POP3 serve theirs; both check logins as SMTP AUTH does, with
+	// one throttle of failures for the three.
+	IMAP *imapd.Server
+	POP3 *pop3d.Server
 	// Handler is the whole HTTP API (httpapi.NewRouter).
 	Handler http.Handler
 	// Workers is the background work Serve runs beside the listeners.
@@ -130,6 +141,8 @@ type endpoints struct {
 	publicURL string
 	smtpHost  string
 	smtpPort  int
+	imapPort  int // 0: IMAP is off
+	pop3Port  int // 0: POP3 is off
 }
 
 // SetupLogger installs the process logger in the configured format, writing
@@ -328,7 +341,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Sessions = tenant.NewSessions(s.Tenants, strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"))
 	s.Sessions.ClientAddr = s.Limits.ClientKey
 	s.Web, err = web.New(web.Dashboard{Tenants: s.Tenants, Sessions: s.Sessions, Inbox: s.Inbox, SMS: s.SMS, TOTP: s.TOTP,
-		Outbound: s.Outbound, Deliverability: s.Deliverability, Notifier: s.Notifier, SMTPEndpoint: s.smtpEndpoint,
+		Outbound: s.Outbound, Deliverability: s.Deliverability, Notifier: s.Notifier, SMTPEndpoint: s.smtpEndpoint, MailboxPorts: s.mailboxPorts,
 		MailDomain: cfg.MailDomain, PublicURL: s.publicURL, Key: key})
 	if err != nil {
 		return nil, err
@@ -341,6 +354,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		SMS:          s.SMS,
 		TOTP:         s.TOTP,
 		SMTPEndpoint: s.smtpEndpoint,
+		MailboxPorts: s.mailboxPorts,
 		Limits:       s.Limits,
 		Outbound:     s.Outbound,
 
@@ -357,6 +371,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	}
 	s.Handler = httpapi.NewRouter(deps)
 
+	auth := mailauth.New(s.Tenants, cfg.SMTPAuthFailures, cfg.SMTPAuthLockout)
 	s.SMTP = smtpd.New(smtpd.Config{
 		Addrs:           cfg.SMTPAddrs(),
 		Domain:          cfg.MailDomain,
@@ -368,11 +383,29 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		MaxConnsPerIP:   cfg.SMTPMaxConnsPerIP,
 		AuthFailures:    cfg.SMTPAuthFailures,
 		AuthLockout:     cfg.SMTPAuthLockout,
+		Auth:            auth,
 		TLSConfig:       tlsConfig,
 		RequireTLS:      cfg.SMTPRequireTLS,
 		Returns:         &outbound.Returns{Store: s.Outbound.Store, Routes: s.Outbound.Routes, Key: key},
 		CatchAll:        s.CatchAll,
 	}, s.Tenants, s.Ingester)
+	s.IMAP = imapd.New(imapd.Config{
+		MaxConnections:  cfg.IMAPMaxConnections,
+		MaxConnsPerIP:   cfg.SMTPMaxConnsPerIP,
+		IdleTimeout:     cfg.IMAPIdleTimeout,
+		MaxMessageBytes: cfg.SMTPMaxMessageBytes,
+		TLSConfig:       tlsConfig,
+		RequireTLS:      cfg.SMTPRequireTLS,
+		AccessLog:       cfg.AccessLog,
+	}, auth, s.Tenants, s.Searcher, s.Ingester, s.Notifier)
+	s.POP3 = pop3d.New(pop3d.Config{
+		MaxConnections: cfg.POP3MaxConnections,
+		MaxConnsPerIP:  cfg.SMTPMaxConnsPerIP,
+		IdleTimeout:    cfg.POP3IdleTimeout,
+		TLSConfig:      tlsConfig,
+		RequireTLS:     cfg.SMTPRequireTLS,
+		AccessLog:      cfg.AccessLog,
+	}, auth, s.Searcher)
 
 	s.Workers = []Worker{
 		s.every("reaper", store.ReapJob(db, "Deleted expired emails", inbox.Reap)),
@@ -467,7 +500,38 @@ func (s *Service) Advertise(httpAddr, smtpAddr net.Addr) {
 		}
 	}
 	host, port := cfg.SMTPPublicEndpoint()
-	s.endpoints.Store(&endpoints{publicURL: cfg.PublicBaseURL(), smtpHost: host, smtpPort: port})
+	e := &endpoints{publicURL: cfg.PublicBaseURL(), smtpHost: host, smtpPort: port}
+	if old := s.endpoints.Load(); old != nil {
+		e.imapPort, e.pop3Port = old.imapPort, old.pop3Port
+	} else {
+		e.imapPort, e.pop3Port = cfg.MailboxPublicPorts()
+	}
+	s.endpoints.Store(e)
+}
+
+// AdvertiseMailbox sets the IMAP and POP3 ports of GET /api/smtp/{namespace}
+// from the listeners where the configuration names no public port; a nil
+// address is a listener that is off.
+func (s *Service) AdvertiseMailbox(imapAddr, pop3Addr net.Addr) {
+	e := *s.endpoints.Load()
+	port := func(public int, addr net.Addr) int {
+		if addr == nil {
+			return 0
+		}
+		if public != 0 {
+			return public
+		}
+		_, p, _ := net.SplitHostPort(addr.String())
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	e.imapPort, e.pop3Port = port(s.Config.IMAPPublicPort, imapAddr), port(s.Config.POP3PublicPort, pop3Addr)
+	s.endpoints.Store(&e)
+}
+
+func (s *Service) mailboxPorts() (imap, pop3 int) {
+	e := s.endpoints.Load()
+	return e.imapPort, e.pop3Port
 }
 
 // warnUnreachable warns when a listener is on all interfaces and nothing says
@@ -514,10 +578,15 @@ func (s *Service) Close() error {
 // shuts down; it is safe to call more than once.
 func (s *Service) Drain() { s.drainOnce.Do(func() { close(s.drain) }) }
 
-// Listeners are the sockets the service serves on.
+// Listeners are the sockets the service serves on; a mail listener that is
+// off is nil.
 type Listeners struct {
-	HTTP net.Listener
-	SMTP []net.Listener
+	HTTP  net.Listener
+	SMTP  []net.Listener
+	IMAP  net.Listener
+	IMAPS net.Listener // implicit TLS
+	POP3  net.Listener
+	POP3S net.Listener // implicit TLS
 }
 
 // Listen opens the configured HTTP and SMTP listeners.
@@ -535,6 +604,19 @@ func Listen(cfg config.Serve) (Listeners, error) {
 		}
 		ls.SMTP = append(ls.SMTP, l)
 	}
+	for _, m := range []struct {
+		name string
+		addr string
+		l    *net.Listener
+	}{{"IMAP", cfg.IMAPAddr, &ls.IMAP}, {"IMAPS", cfg.IMAPSAddr, &ls.IMAPS}, {"POP3", cfg.POP3Addr, &ls.POP3}, {"POP3S", cfg.POP3SAddr, &ls.POP3S}} {
+		if m.addr == "" {
+			continue
+		}
+		if *m.l, err = net.Listen("tcp", m.addr); err != nil {
+			ls.Close()
+			return Listeners{}, fmt.Errorf("listen %s %s: %w", m.name, m.addr, err)
+		}
+	}
 	return ls, nil
 }
 
@@ -545,6 +627,11 @@ func (ls Listeners) Close() {
 	}
 	for _, l := range ls.SMTP {
 		l.Close()
+	}
+	for _, l := range []net.Listener{ls.IMAP, ls.IMAPS, ls.POP3, ls.POP3S} {
+		if l != nil {
+			l.Close()
+		}
 	}
 }
 
@@ -563,9 +650,16 @@ func (s *Service) Serve(ctx context.Context, ls Listeners, ready func(Ready)) er
 		smtpAddr = ls.SMTP[0].Addr()
 	}
 	s.Advertise(ls.HTTP.Addr(), smtpAddr)
+	addrOf := func(l net.Listener) net.Addr {
+		if l == nil {
+			return nil
+		}
+		return l.Addr()
+	}
+	s.AdvertiseMailbox(addrOf(ls.IMAP), addrOf(ls.POP3))
 	httpSrv := httpapi.NewHTTPServer(s.Handler, s.Config.WaitHold)
 
-	errc := make(chan error, 1+len(ls.SMTP)+len(s.Workers))
+	errc := make(chan error, 5+len(ls.SMTP)+len(s.Workers))
 	var wg sync.WaitGroup
 	run := func(name string, f func() error) {
 		wg.Add(1)
@@ -585,6 +679,21 @@ func (s *Service) Serve(ctx context.Context, ls Listeners, ready func(Ready)) er
 	for _, l := range ls.SMTP {
 		run("SMTP server", func() error { return s.SMTP.Serve(l) })
 	}
+	for _, m := range []struct {
+		name string
+		l    net.Listener
+		tls  bool
+		imap bool
+	}{{"IMAP server", ls.IMAP, false, true}, {"IMAPS server", ls.IMAPS, true, true}, {"POP3 server", ls.POP3, false, false}, {"POP3S server", ls.POP3S, true, false}} {
+		if m.l == nil {
+			continue
+		}
+		if m.imap {
+			run(m.name, func() error { return s.IMAP.Serve(m.l, m.tls) })
+		} else {
+			run(m.name, func() error { return s.POP3.Serve(m.l, m.tls) })
+		}
+	}
 	for _, w := range s.Workers {
 		run(w.Name, func() error { return w.Run(ctx) })
 	}
@@ -593,9 +702,15 @@ func (s *Service) Serve(ctx context.Context, ls Listeners, ready func(Ready)) er
 	for _, l := range ls.SMTP {
 		r.SMTPAddrs = append(r.SMTPAddrs, l.Addr().String())
 	}
+	if ls.IMAP != nil {
+		r.IMAPAddr = ls.IMAP.Addr().String()
+	}
+	if ls.POP3 != nil {
+		r.POP3Addr = ls.POP3.Addr().String()
+	}
 	s.warnUnreachable(r)
-	slog.Info("Catchbox is ready", "http", r.PublicURL, "smtp", r.SMTPAddrs, "store", s.DB.Dialect.String(), "mail_domain", s.Config.MailDomain,
-		"mode", s.Config.EffectiveMode(), "catch_all", s.CatchAll)
+	slog.Info("Catchbox is ready", "http", r.PublicURL, "smtp", r.SMTPAddrs, "imap", r.IMAPAddr, "pop3", r.POP3Addr,
+		"store", s.DB.Dialect.String(), "mail_domain", s.Config.MailDomain, "mode", s.Config.EffectiveMode(), "catch_all", s.CatchAll)
 	if ready != nil {
 		ready(r)
 	}
@@ -611,10 +726,18 @@ func (s *Service) Serve(ctx context.Context, ls Listeners, ready func(Ready)) er
 	defer stop()
 	s.Drain()
 	var down sync.WaitGroup
-	down.Add(2)
+	down.Add(4)
 	go func() {
 		defer down.Done()
 		s.SMTP.Shutdown(shutdownCtx) // stop taking mail; sessions in DATA finish their commit
+	}()
+	go func() {
+		defer down.Done()
+		s.IMAP.Shutdown(shutdownCtx) // BYE to every client
+	}()
+	go func() {
+		defer down.Done()
+		s.POP3.Shutdown(shutdownCtx) // after the command under way
 	}()
 	go func() {
 		defer down.Done()

@@ -47,13 +47,20 @@ func TestRun(t *testing.T) {
 			// GET /api/smtp/{namespace} names the listener clients reach.
 			var settings struct {
 				Data struct {
-					Host string
-					Port int
+					Host     string
+					Port     int
+					IMAPPort int `json:"imap_port"`
+					POP3Port int `json:"pop3_port"`
 				}
 			}
 			run.get(t, key, "/api/smtp/default", &settings)
 			if _, port, _ := net.SplitHostPort(smtpAddr); settings.Data.Host != "127.0.0.1" || strconv.Itoa(settings.Data.Port) != port {
 				t.Errorf("SMTP settings %+v, want the listener %s", settings.Data, smtpAddr)
+			}
+			_, imapPort, _ := net.SplitHostPort(run.ready.IMAPAddr)
+			_, pop3Port, _ := net.SplitHostPort(run.ready.POP3Addr)
+			if strconv.Itoa(settings.Data.IMAPPort) != imapPort || strconv.Itoa(settings.Data.POP3Port) != pop3Port {
+				t.Errorf("imap_port %d, pop3_port %d; want the listeners %s and %s", settings.Data.IMAPPort, settings.Data.POP3Port, run.ready.IMAPAddr, run.ready.POP3Addr)
 			}
 
 			// A message over SMTP is found over HTTP, its attachment fetched bare

@@ -92,7 +92,7 @@ func TestAuthFailuresThrottled(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, Config{AuthFailures: 2, AuthLockout: time.Minute})
 		now := time.Date(2026, 11, 22, 3, 23, 50, 0, time.UTC)
-		h.srv.failed.Now = func() time.Time { return now }
+		h.srv.auth.SetClock(func() time.Time { return now })
 		good := "AUTH PLAIN " + b64("\x00alpha\x00"+h.password("alpha"))
 		bad := "AUTH PLAIN " + b64("\x00alpha\x00wrong-password")
 
@@ -171,9 +171,9 @@ func TestParallelAuthNeverExceedsLimit(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, Config{AuthFailures: 10, AuthLockout: time.Minute, MaxConnsPerIP: 200})
 		now := time.Date(2026, 11, 22, 3, 23, 50, 0, time.UTC)
-		h.srv.failed.Now = func() time.Time { return now }
+		h.srv.auth.SetClock(func() time.Time { return now })
 		g := newGate()
-		h.srv.authArrived, h.srv.authEvaluating = g.arrive, g.evaluate
+		h.srv.auth.Arrived, h.srv.auth.Evaluating = g.arrive, g.evaluate
 		bad := "AUTH PLAIN " + b64("\x00alpha\x00wrong-password")
 		good := "AUTH PLAIN " + b64("\x00alpha\x00"+h.password("alpha"))
 
@@ -228,7 +228,7 @@ func TestParallelRightAuthAllAccepted(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, Config{AuthFailures: 2, AuthLockout: time.Hour, MaxConnsPerIP: 200})
 		g := newGate()
-		h.srv.authArrived, h.srv.authEvaluating = g.arrive, g.evaluate
+		h.srv.auth.Arrived, h.srv.auth.Evaluating = g.arrive, g.evaluate
 		good := "AUTH PLAIN " + b64("\x00alpha\x00"+h.password("alpha"))
 		const n = 20
 		codes := make(chan int, n)

@@ -3,7 +3,6 @@ package smtpd
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/mailauth"
 	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -114,16 +114,11 @@ func (s *session) Auth(mech string) (_ sasl.Server, err error) {
 	if s.inMail {
 		return nil, errAuthInMail // RFC 4954 section 4
 	}
-	if _, ok := s.srv.failed.Ready(s.addrKey); !ok {
+	if s.srv.auth.Throttled(s.client()) {
 		return nil, s.authThrottled()
 	}
-	var srv sasl.Server
-	switch strings.ToUpper(mech) {
-	case mechPlain:
-		srv = &plainServer{check: s.checkCredentials}
-	case mechLogin:
-		srv = &loginServer{check: s.checkCredentials}
-	default:
+	srv := mailauth.NewServer(strings.ToUpper(mech), s.checkCredentials, saslErrors)
+	if srv == nil {
 		return nil, errAuthMechanism
 	}
 	return guardedSASL{srv: srv, s: s}, nil
@@ -141,73 +136,36 @@ func (g guardedSASL) Next(response []byte) (challenge []byte, done bool, err err
 }
 
 // checkCredentials accepts a namespace name as username with the namespace's
-// SMTP password (tenant.Service.SMTPPassword). The attempt is charged to the
-// client address's AUTH throttle before anything is looked at, and the charge
-// given back when the credentials are right: however many connections send
-// their credentials at once, no more are evaluated than the throttle holds.
+// SMTP password: mailauth's check, shared with IMAP and POP3, which charges
+// the attempt to the client address's throttle before it looks, and gives
+// the charge back when the credentials are right.
 func (s *session) checkCredentials(identity, username, password string) error {
-	if s.srv.authArrived != nil {
-		s.srv.authArrived()
-	}
-	c, err := s.srv.failed.Charge(s.srv.ctx, s.addrKey)
-	if err != nil {
+	ns, err := s.srv.auth.Check(s.srv.ctx, s.client(), identity, username, password)
+	switch {
+	case errors.Is(err, mailauth.ErrThrottled):
 		return s.authThrottled()
-	}
-	defer c.Settle()
-	if s.srv.authEvaluating != nil {
-		s.srv.authEvaluating()
-	}
-	if identity != "" && !strings.EqualFold(identity, username) {
-		return s.authFailed("")
-	}
-	name, err := tenant.NormalizeNamespaceName(username)
-	if err != nil {
-		return s.authFailed("")
-	}
-	ns, err := s.namespace(name)
-	if errors.Is(err, routing.ErrNoNamespace) {
-		return s.authFailed("")
-	}
-	if err != nil {
-		c.Refund() // not evaluated
-		slog.Error("Looking up an SMTP AUTH namespace failed", "client_ip", s.clientIP, "err", err)
+	case errors.Is(err, mailauth.ErrFailed):
+		return errAuthFailed
+	case err != nil:
 		return errAuthTemporary
 	}
-	want := s.srv.tenants.SMTPPassword(ns)
-	if subtle.ConstantTimeCompare([]byte(password), []byte(want)) != 1 {
-		return s.authFailed(ns.Name)
-	}
-	c.Refund()
 	s.authNS = &ns
-	metrics.Auth("smtp", "ok")
-	slog.Debug("SMTP client authenticated", "client_ip", s.clientIP, "namespace", ns.Name)
 	return nil
 }
 
-// authThrottled refuses AUTH from an address that has used up its attempts:
-// 421, and the connection is closed after the reply.
+// client is the session's client for mailauth.
+func (s *session) client() mailauth.Client {
+	return mailauth.Client{Protocol: "smtp", IP: s.clientIP, AddrKey: s.addrKey}
+}
+
+// authThrottled refuses AUTH from an address that has used up its attempts
+// (mailauth logged and counted it): 421, and the connection is closed after
+// the reply.
 func (s *session) authThrottled() error {
-	metrics.Auth("smtp", "throttled")
-	s.srv.refusals.Log(slog.LevelInfo, "SMTP AUTH refused: too many failed attempts from the address", "smtp_auth_throttled", s.addrKey,
-		slog.String("client_ip", s.clientIP))
 	if s.conn != nil {
 		s.conn.closeNext = true
 	}
 	return errAuthThrottled
-}
-
-// authFailed logs a refused AUTH and returns 535; its charge stays spent. The
-// namespace is named only when it exists: a client that swapped its fields
-// would otherwise have its password written to the log.
-func (s *session) authFailed(namespace string) error {
-	metrics.Auth("smtp", "failed")
-	if namespace != "" {
-		s.srv.refusals.Log(slog.LevelInfo, "SMTP authentication failed", "smtp_auth_failed", s.addrKey,
-			slog.String("client_ip", s.clientIP), slog.String("namespace", namespace))
-	} else {
-		s.srv.refusals.Log(slog.LevelInfo, "SMTP authentication failed", "smtp_auth_failed", s.addrKey, slog.String("client_ip", s.clientIP))
-	}
-	return errAuthFailed
 }
 
 // namespace finds a namespace by (valid, lower-case) name, once per session;

@@ -34,6 +34,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/limit"
+	"github.com/catchbox/catchbox/internal/mailauth"
 	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -68,6 +69,11 @@ type Config struct {
 	// is the process's: each replica has its own.
 	AuthFailures int
 	AuthLockout  time.Duration
+	// Auth checks AUTH's credentials and throttles attempts (mailauth); the
+	// server wiring shares one with the IMAP and POP3 listeners, so an
+	// address's attempts count once across the three. Nil: New makes one
+	// from AuthFailures and AuthLockout.
+	Auth *mailauth.Checker
 
 	// TLSConfig enables STARTTLS (RFC 3207); nil offers no STARTTLS.
 	TLSConfig *tls.Config
@@ -113,9 +119,6 @@ const (
 	DefaultMaxConnsPerIP   = 100
 	DefaultAuthFailures    = 10
 	DefaultAuthLockout     = time.Minute
-	// authWait is how long an AUTH waits for the outcome of attempts from its
-	// address still being evaluated when they hold every token.
-	authWait = 5 * time.Second
 )
 
 const (
@@ -155,17 +158,10 @@ type Server struct {
 	stopped      chan struct{} // closed when go-smtp's Shutdown returned
 	stopErr      error
 
-	mu     sync.Mutex
-	conns  map[*conn]struct{}
-	perIP  map[string]int // open connections by client address key (addrKey)
-	failed *limit.Buckets // AUTH attempts by client address key
-	// refusals logs failed and throttled AUTH at most once per interval per
-	// client address, with a count.
-	refusals limit.Quiet
-	// authArrived and authEvaluating, when a test sets them, are called as
-	// an AUTH's credentials arrive, and once its attempt is charged, just
-	// before they are evaluated.
-	authArrived, authEvaluating func()
+	mu    sync.Mutex
+	conns map[*conn]struct{}
+	open  *limit.Conns // connections held, in all and by client address key
+	auth  *mailauth.Checker
 
 	lastLimitLog atomic.Int64 // unix ms of the last "connection limit reached" log
 
@@ -222,15 +218,14 @@ func New(cfg Config, tenants *tenant.Service, ingester *inbox.Ingester) *Server 
 		ingester: ingester,
 		stopped:  make(chan struct{}),
 		conns:    map[*conn]struct{}{},
-		perIP:    map[string]int{},
-		failed:   limit.New(1/cfg.AuthLockout.Seconds(), cfg.AuthFailures),
+		open:     limit.NewConns(cfg.MaxConnections, cfg.MaxConnsPerIP),
+		auth:     cfg.Auth,
 
 		noSuchMailbox: replyNoSuchMailbox(domain),
 	}
-	// A connection whose credentials arrive while the address's attempts are
-	// all being evaluated waits for their outcome: a sender opening many
-	// authenticated connections at once is not refused for their overlap.
-	s.failed.Wait = authWait
+	if s.auth == nil {
+		s.auth = mailauth.New(tenants, cfg.AuthFailures, cfg.AuthLockout)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 
 	srv := smtp.NewServer(smtp.BackendFunc(s.newSession))
@@ -322,27 +317,24 @@ func (s *Server) snapshot() []*conn {
 // the connection limit, or the limit of its client address, is reached.
 func (s *Server) track(nc net.Conn) (*conn, string) {
 	key := addrKey(nc.RemoteAddr())
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.conns) >= s.cfg.MaxConnections {
+	switch s.open.Acquire(key) {
+	case limit.TooMany:
 		return nil, replyTooManyConnections
-	}
-	if s.perIP[key] >= s.cfg.MaxConnsPerIP {
+	case limit.TooManyKey:
 		return nil, replyTooManyFromAddress
 	}
 	c := &conn{Conn: nc, srv: s, addrKey: key}
+	s.mu.Lock()
 	s.conns[c] = struct{}{}
-	s.perIP[key]++
+	s.mu.Unlock()
 	return c, ""
 }
 
 func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
-	if s.perIP[c.addrKey]--; s.perIP[c.addrKey] <= 0 {
-		delete(s.perIP, c.addrKey)
-	}
 	s.mu.Unlock()
+	s.open.Release(c.addrKey)
 }
 
 // refuseBusy answers a connection over a limit with 421 and closes it

@@ -128,9 +128,15 @@ func (s *Service) UpsertSettingsHandler(w http.ResponseWriter, r *http.Request) 
 // SMTPEndpoint is the public host and port of the SMTP listener.
 type SMTPEndpoint func() (host string, port int)
 
+// MailboxPorts are the public ports of the IMAP and POP3 listeners, 0 for one
+// that is off.
+type MailboxPorts func() (imap, pop3 int)
+
 // SMTPSettingsHandler answers GET /api/smtp/{namespace}: where and how to submit
-// mail for the namespace (username: the namespace name; password: its derived secret).
-func (s *Service) SMTPSettingsHandler(endpoint SMTPEndpoint) httpx.Handler {
+// mail for the namespace (username: the namespace name; password: its derived
+// secret), and the IMAP and POP3 ports where the same credentials read it
+// (imap_port, pop3_port: left out when that listener is off).
+func (s *Service) SMTPSettingsHandler(endpoint SMTPEndpoint, mailbox MailboxPorts) httpx.Handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		n, err := s.NamespaceParam(r)
 		if err != nil {
@@ -140,8 +146,17 @@ func (s *Service) SMTPSettingsHandler(endpoint SMTPEndpoint) httpx.Handler {
 			return httpx.NotFound("namespace " + quoteName(n.Name)) // a shared reader may not send as the owner
 		}
 		host, port := endpoint()
-		httpx.WriteJSON(w, http.StatusOK, map[string]any{"data": map[string]any{
-			"host": host, "port": port, "username": n.Name, "password": s.SMTPPassword(n)}})
+		data := map[string]any{"host": host, "port": port, "username": n.Name, "password": s.SMTPPassword(n)}
+		if mailbox != nil {
+			imapPort, pop3Port := mailbox()
+			if imapPort != 0 {
+				data["imap_port"] = imapPort
+			}
+			if pop3Port != 0 {
+				data["pop3_port"] = pop3Port
+			}
+		}
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{"data": data})
 		return nil
 	}
 }

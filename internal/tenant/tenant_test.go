@@ -35,6 +35,7 @@ func newEnv(t *testing.T, db *store.DB) *env {
 	cfg := servertest.Config(t)
 	cfg.RetentionMax = 7 * 24 * time.Hour
 	cfg.SMTPPublicHost = "mail.test"
+	cfg.IMAPAddr, cfg.POP3Addr = "127.0.0.1:1143", "" // not listened on: the ports GET /api/smtp/{namespace} names
 	built := servertest.New(t, db, cfg)
 	svc, key := built.Tenants, built.NewKey
 	if !strings.HasPrefix(key, tenant.KeyPrefix) {
@@ -233,6 +234,8 @@ func TestSMTPSettings(t *testing.T) {
 				Port     int    `json:"port"`
 				Username string `json:"username"`
 				Password string `json:"password"`
+				IMAPPort *int   `json:"imap_port"`
+				POP3Port *int   `json:"pop3_port"`
 			} `json:"data"`
 		}
 		if code := e.do("GET", e.key, "/api/smtp/default", "", &s); code != 200 {
@@ -241,6 +244,10 @@ func TestSMTPSettings(t *testing.T) {
 		ns, _ := e.svc.NamespaceByName(context.Background(), "default")
 		if s.Data.Host != "mail.test" || s.Data.Port != 2525 || s.Data.Username != "default" || s.Data.Password != e.svc.SMTPPassword(ns) || len(s.Data.Password) < 20 {
 			t.Fatalf("settings %+v", s.Data)
+		}
+		// The IMAP listener's port; none for POP3, which is off.
+		if s.Data.IMAPPort == nil || *s.Data.IMAPPort != 1143 || s.Data.POP3Port != nil {
+			t.Fatalf("imap_port %v, pop3_port %v", s.Data.IMAPPort, s.Data.POP3Port)
 		}
 		if code := e.do("GET", e.otherKey, "/api/smtp/default", "", nil); code != 404 {
 			t.Fatalf("other organisation: %d, want 404", code)

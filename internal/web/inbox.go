@@ -119,6 +119,10 @@ func (d *Dashboard) SettingsHandler(w http.ResponseWriter, r *http.Request) erro
 	if n.OrgID == tenant.OrgFrom(r.Context()).ID {
 		host, port := d.SMTPEndpoint()
 		data["SMTP"] = map[string]any{"Host": host, "Port": port, "Username": n.Name, "Password": d.Tenants.SMTPPassword(n)}
+		if d.MailboxPorts != nil {
+			imapPort, pop3Port := d.MailboxPorts()
+			data["Mailbox"] = map[string]any{"Host": host, "IMAPPort": imapPort, "POP3Port": pop3Port}
+		}
 	}
 	return d.render(w, r, "settings", data)
 }

@@ -53,6 +53,7 @@ type Dashboard struct {
 	Deliverability *deliverability.Service
 	Notifier       notify.Notifier
 	SMTPEndpoint   tenant.SMTPEndpoint
+	MailboxPorts   tenant.MailboxPorts
 	MailDomain     string
 	// PublicURL is the base of links shown to the user, no trailing slash.
 	PublicURL func() string

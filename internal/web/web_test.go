@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 )
@@ -176,5 +177,18 @@ func TestInboxTimeFilter(t *testing.T) {
 		if p := b.get("/inboxes/default?from_timestamp=2026-13-45T99:00"); p.status != http.StatusBadRequest {
 			t.Fatalf("bad date: %d", p.status)
 		}
+	})
+}
+
+// The inbox settings page shows how to read the inbox with a mail client: the
+// IMAP port when IMAP is on, nothing for POP3 when it is off.
+func TestSettingsShowMailboxPorts(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, func(c *config.Serve) { c.IMAPAddr, c.POP3Addr = "127.0.0.1:1143", "" })
+		alice := e.browser()
+		alice.signIn("alice@example.com")
+		p := alice.get("/inboxes/default/settings")
+		mustContain(t, p, "IMAP and POP3", `<code id="imap-port">1143</code>`, `<code id="smtp-user">default</code>`)
+		mustLack(t, p, `id="pop3-port"`)
 	})
 }

@@ -117,6 +117,7 @@ func Start(bin, postgresURL string, hold time.Duration, env ...string) (*Server,
 	}
 	s.env = append(s.env, "CATCHBOX_DATA_DIR="+dataDir, "CATCHBOX_DATABASE_URL="+s.DatabaseURL,
 		"CATCHBOX_HTTP_ADDR=127.0.0.1:0", "CATCHBOX_SMTP_ADDR=127.0.0.1:0", "CATCHBOX_LOG_FORMAT=json",
+		"CATCHBOX_IMAP_ADDR=127.0.0.1:0", "CATCHBOX_POP3_ADDR=127.0.0.1:0",
 		"CATCHBOX_API_KEY="+Key, "CATCHBOX_WAIT_HOLD="+hold.String(),
 		// Deliverability lookups ask a closed port on loopback: refused at once,
 		// never the network.

@@ -15,11 +15,13 @@ import (
 )
 
 // Config returns the defaults of catchbox serve (config.Defaults) with a data
-// directory of the test's own and a fixed secret key, so nothing is written
-// outside the test's temporary directory.
+// directory of the test's own, a fixed secret key, and the IMAP and POP3
+// listeners on 127.0.0.1:0, so nothing is written outside the test's temporary
+// directory and a test that serves takes no fixed port.
 func Config(t testing.TB) config.Serve {
 	t.Helper()
 	cfg := config.Defaults()
+	cfg.IMAPAddr, cfg.POP3Addr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.DataDir = t.TempDir()
 	cfg.SecretKey = "servertest-secret-key-0123456789"
 	return cfg
