@@ -32,7 +32,8 @@ async function start(extraEnv = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "catchbox-firstrun-"));
   const env = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("CATCHBOX_")) env[k] = v;
-  Object.assign(env, { CATCHBOX_DATA_DIR: dataDir, CATCHBOX_HTTP_ADDR: "127.0.0.1:0", CATCHBOX_SMTP_ADDR: "127.0.0.1:0", ...extraEnv });
+  Object.assign(env, { CATCHBOX_DATA_DIR: dataDir, CATCHBOX_HTTP_ADDR: "127.0.0.1:0", CATCHBOX_SMTP_ADDR: "127.0.0.1:0",
+    CATCHBOX_IMAP_ADDR: "127.0.0.1:0", CATCHBOX_POP3_ADDR: "127.0.0.1:0", ...extraEnv });
   const child = spawn(binary, ["serve"], { env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let log = "";

@@ -10,14 +10,16 @@
 # REPO is what git clone is given (a local path is fine). cold gives the build
 # an empty GOCACHE and GOMODCACHE, so every module comes from GOPROXY and
 # every package is compiled; warm uses the machine's caches. make run listens
-# on CATCHBOX_HTTP_ADDR and CATCHBOX_SMTP_ADDR when set (default here
-# 127.0.0.1:18925 and :12925: others' servers may hold the defaults); both are
-# on loopback, so it starts in local mode as make run does.
+# on CATCHBOX_HTTP_ADDR, CATCHBOX_SMTP_ADDR, CATCHBOX_IMAP_ADDR and
+# CATCHBOX_POP3_ADDR when set (default here 127.0.0.1:18925, :12925, :11143
+# and :11110: others' servers may hold the defaults); all are on loopback, so it starts in local mode as make run does.
 set -euo pipefail
 repo=${1:?usage: bench-newcomer.sh REPO [warm|cold]}
 cache=${2:-warm}
 http=${CATCHBOX_HTTP_ADDR:-127.0.0.1:18925}
 smtp=${CATCHBOX_SMTP_ADDR:-127.0.0.1:12925}
+imap=${CATCHBOX_IMAP_ADDR:-127.0.0.1:11143}
+pop3=${CATCHBOX_POP3_ADDR:-127.0.0.1:11110}
 work=$(mktemp -d /tmp/catchbox-newcomer-XXXXXX)
 if [ "$cache" = cold ]; then
   export GOCACHE=$work/gocache GOMODCACHE=$work/gomodcache
@@ -34,7 +36,7 @@ t0=$(now)
 git clone -q "$repo" "$work/catchbox"
 step "git clone"
 cd "$work/catchbox"
-CATCHBOX_HTTP_ADDR=$http CATCHBOX_SMTP_ADDR=$smtp setsid make run >"$work/out" 2>"$work/log" &
+CATCHBOX_HTTP_ADDR=$http CATCHBOX_SMTP_ADDR=$smtp CATCHBOX_IMAP_ADDR=$imap CATCHBOX_POP3_ADDR=$pop3 setsid make run >"$work/out" 2>"$work/log" &
 pid=$!
 until grep -q '^export CATCHBOX_API_KEY=' "$work/out" 2>/dev/null; do
   kill -0 "$pid" 2>/dev/null || { cat "$work/out" "$work/log"; exit 1; }

@@ -17,14 +17,14 @@ import (
 // block is a fenced code block of the README that the README test runs.
 type block struct {
 	line   int    // of its opening fence
-	lang   string // sh or js
+	lang   string // sh, js or python
 	code   string
 	skip   string // why it is not run, from <!-- readme-test: skip REASON -->
 	before string // a shell command run first, from <!-- readme-test: before: CMD -->
 	guard  bool   // the MAILISK_API_URL guard, from <!-- readme-test: guard -->
 }
 
-// readmeBlocks reads the shell and JavaScript blocks of README.md, with the
+// readmeBlocks reads the shell, JavaScript and Python blocks of README.md, with the
 // directive of the HTML comment just above each (invisible on the rendered
 // page).
 func readmeBlocks(path string) ([]block, error) {
@@ -61,7 +61,7 @@ func readmeBlocks(path string) ([]block, error) {
 			}
 		case strings.HasPrefix(line, "```"):
 			lang := strings.TrimPrefix(line, "```")
-			if lang == "sh" || lang == "js" {
+			if lang == "sh" || lang == "js" || lang == "python" {
 				cur = &block{line: n, lang: lang, skip: directive.skip, before: directive.before, guard: directive.guard}
 			}
 			directive = block{}
@@ -138,9 +138,19 @@ func TestREADMEBlocks(t *testing.T) {
 			if b.before != "" {
 				sess.run(t, "bash", "-euo", "pipefail", "-c", sess.script(sess.local.Replace(b.before)))
 			}
-			if b.lang == "sh" {
+			switch b.lang {
+			case "sh":
 				sess.run(t, "bash", "-euo", "pipefail", "-c", sess.script(code))
-			} else {
+			case "python":
+				if _, err := exec.LookPath("python3"); err != nil {
+					t.Skip("python3 is not installed")
+				}
+				file := filepath.Join(sess.work, fmt.Sprintf("readme-%d.py", b.line))
+				if err := os.WriteFile(file, []byte(code), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				sess.run(t, "bash", "-euo", "pipefail", "-c", sess.script("python3 "+file))
+			default:
 				file := sess.writeJS(t, b.line, code)
 				sess.run(t, "bash", "-euo", "pipefail", "-c", sess.script("node "+file))
 			}

@@ -153,7 +153,7 @@ func StartFresh(bin string) (*Server, error) {
 		}
 	}
 	s.env = append(s.env, "CATCHBOX_DATA_DIR="+dataDir, "CATCHBOX_HTTP_ADDR=127.0.0.1:0", "CATCHBOX_SMTP_ADDR=127.0.0.1:0",
-		"CATCHBOX_LOG_FORMAT=json", "CATCHBOX_DNS_SERVER=127.0.0.1:9")
+		"CATCHBOX_IMAP_ADDR=127.0.0.1:0", "CATCHBOX_POP3_ADDR=127.0.0.1:0", "CATCHBOX_LOG_FORMAT=json", "CATCHBOX_DNS_SERVER=127.0.0.1:9")
 	s.DatabaseURL = "sqlite://" + filepath.Join(dataDir, "catchbox.db")
 	if err := s.start(); err != nil {
 		s.Stop()
