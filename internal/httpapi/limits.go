@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/limit"
+	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
 
@@ -21,10 +23,16 @@ import (
 //     future principal (a dashboard user) gets a bucket by its own id;
 //   - requests without a key (health, the OpenAPI document, signed downloads,
 //     the provider webhook, unknown paths), per client address;
-//   - failed API-key attempts, per client address, in a stricter bucket: once
-//     an address has used it up, every keyed request from it is 429 until a
-//     failure is forgiven, a good key included, so that a guess that happens to
-//     be right is not told apart from the wrong ones.
+//   - API-key attempts, per client address, in a stricter bucket: a request
+//     with a key is charged before the key is looked up, and the charge given
+//     back once the key is found good, so that however many arrive at once no
+//     more unknown keys are looked up than the bucket holds. Once an address
+//     has used it up, every keyed request from it is 429 until a failure is
+//     forgiven, a good key included, so that a guess that happens to be right
+//     is not told apart from the wrong ones. A request that finds the bucket
+//     empty while other requests' keys are being looked up waits for them (up
+//     to authWait): a client sending many requests with its good key at once
+//     is not refused for the moment their lookups overlap.
 //
 // A request takes its token when it arrives, so a wait=true request held for
 // its whole hold counts once. The buckets live in the process: with several
@@ -33,6 +41,10 @@ import (
 type Limits struct {
 	key, addr, authFailures *limit.Buckets
 	trusted                 []netip.Prefix
+	// authArrived and authEvaluating, when a test sets them, are called as a
+	// keyed request arrives, and once it is charged, just before its key is
+	// looked up.
+	authArrived, authEvaluating func()
 }
 
 // NewLimits returns the limits cfg sets; a rate of 0 turns that limit off.
@@ -44,9 +56,22 @@ func NewLimits(cfg config.Serve) (*Limits, error) {
 	return &Limits{
 		key:          limit.New(cfg.RateLimitKey, cfg.RateLimitKeyBurst),
 		addr:         limit.New(cfg.RateLimitIP, cfg.RateLimitIPBurst),
-		authFailures: limit.New(cfg.AuthFailureLimit, cfg.AuthFailureBurst),
+		authFailures: authBuckets(cfg.AuthFailureLimit, cfg.AuthFailureBurst),
 		trusted:      trusted,
 	}, nil
+}
+
+// authWait is how long a keyed request waits, when its address's attempts are
+// all charged to requests whose keys are being looked up, for one of those to
+// be found good and give its charge back.
+const authWait = 5 * time.Second
+
+func authBuckets(perSecond float64, burst int) *limit.Buckets {
+	b := limit.New(perSecond, burst)
+	if b != nil {
+		b.Wait = authWait
+	}
+	return b
 }
 
 // SetClock sets the clock every bucket reads; a test calls it before the
@@ -87,10 +112,13 @@ func (l *Limits) byAddr(next http.Handler) http.Handler {
 	})
 }
 
-// guardAuth runs before tenant.RequireKey: a request from an address that
-// has used up its failed attempts is 429 before its key is looked at, and a
-// key that RequireKey refuses (401 to a request that carried one) spends one.
-// A request without a key is no guess and spends nothing.
+// guardAuth runs before tenant.RequireAPI: a request from an address that
+// has used up its attempts is 429 before its key is looked at; a request with
+// a key is charged one attempt before the key is looked up, and RequireAPI
+// gives it back once the key is found good (limit.Refund). The charge of a
+// request answered anything but 401 is given back too (the key was not
+// evaluated: a store failure). A request without a key is no guess and is not
+// charged.
 func (l *Limits) guardAuth(next http.Handler) http.Handler {
 	if l == nil || l.authFailures == nil {
 		return next
@@ -98,6 +126,9 @@ func (l *Limits) guardAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := l.clientKey(r)
 		if retry, ok := l.authFailures.Ready(addr); !ok {
+			if r.Header.Get("X-Api-Key") != "" {
+				metrics.Auth("api_key", "throttled")
+			}
 			tooMany(w, r, retry, "too_many_auth_failures", "too many failed API-key attempts from this address")
 			return
 		}
@@ -105,11 +136,30 @@ func (l *Limits) guardAuth(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		if sw.status == http.StatusUnauthorized {
-			l.authFailures.Take(addr)
+		if l.authArrived != nil {
+			l.authArrived()
 		}
+		c, err := l.authFailures.Charge(r.Context(), addr)
+		var refused *limit.Refused
+		if errors.As(err, &refused) {
+			metrics.Auth("api_key", "throttled")
+			tooMany(w, r, refused.Retry, "too_many_auth_failures", "too many failed API-key attempts from this address")
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if sw.status == http.StatusUnauthorized {
+				metrics.Auth("api_key", "failed")
+			} else {
+				metrics.Auth("api_key", "ok")
+				c.Refund()
+			}
+			c.Settle()
+		}()
+		if l.authEvaluating != nil {
+			l.authEvaluating()
+		}
+		next.ServeHTTP(sw, r.WithContext(limit.WithCharge(r.Context(), c)))
 	})
 }
 

@@ -3,19 +3,23 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/catchbox/catchbox/internal/config"
+	"github.com/catchbox/catchbox/internal/httpapi"
 	"github.com/catchbox/catchbox/internal/server"
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
@@ -259,4 +263,208 @@ func TestTooManyRequestsDocumented(t *testing.T) {
 	c.check(call{method: "GET", path: "/api/namespaces", route: "/api/namespaces", key: e.svc.NewKey, status: 429, code: "rate_limited"})
 	c.check(call{method: "GET", path: "/api/test", route: "/api/test", key: "cbx_wrong", status: 401, code: "invalid_api_key"})
 	c.check(call{method: "GET", path: "/api/devices", route: "/api/devices", key: "cbx_wrong", status: 429, code: "too_many_auth_failures"})
+}
+
+// fetch is get for goroutines: it returns the status instead of failing the
+// test.
+func (e *limitEnv) fetch(ip, key, path string) (int, error) {
+	req, err := http.NewRequest(http.MethodGet, e.url+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	if key != "" {
+		req.Header.Set("X-Api-Key", key)
+	}
+	resp, err := e.client(ip).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// gate holds keyed requests just before their key is looked up, so that a
+// test can make every request arrive before any is answered.
+type gate struct {
+	arrived, evaluating atomic.Int32
+	open                chan struct{}
+}
+
+func newGate(l *httpapi.Limits) *gate {
+	g := &gate{open: make(chan struct{})}
+	l.SetAuthHooks(func() { g.arrived.Add(1) }, func() { g.evaluating.Add(1); <-g.open })
+	return g
+}
+
+// waitFor polls cond until it holds; the deadline guards a hung test and is
+// no timing assertion.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Fifty requests with wrong keys from one address, all arrived before any is
+// answered, have at most the burst (20) of their keys looked up (401); the
+// others are 429 unevaluated. A good key from that address is then refused
+// too, and served from another.
+func TestParallelBadKeysNeverExceedLimit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newLimitEnv(t, db, func(c *config.Serve) { c.AuthFailureLimit, c.AuthFailureBurst = 0.001, 20 })
+		g := newGate(e.svc.Limits)
+		const n = 50
+		codes := make(chan int, n)
+		for i := 0; i < n; i++ {
+			go func(i int) {
+				code, err := e.fetch("127.0.0.2", fmt.Sprintf("cbx_wrong-%d", i), "/api/test")
+				if err != nil {
+					t.Error(err)
+				}
+				codes <- code
+			}(i)
+		}
+		waitFor(t, "every request to arrive and the first to be looked up", func() bool {
+			return g.arrived.Load() == n && g.evaluating.Load() >= 20
+		})
+		close(g.open)
+		count := map[int]int{}
+		for i := 0; i < n; i++ {
+			count[<-codes]++
+		}
+		if count[401] != 20 || count[429] != n-20 || g.evaluating.Load() != 20 {
+			t.Fatalf("answers %v, %d keys looked up; want 20 × 401, %d × 429, 20 looked up", count, g.evaluating.Load(), n-20)
+		}
+		e.want(e.get("127.0.0.2", e.svc.NewKey, "/api/test"), 429, "too_many_auth_failures")
+		e.want(e.get("127.0.0.3", e.svc.NewKey, "/api/test"), 200, "")
+	})
+}
+
+// A client sending many requests with its good key at once is not refused
+// for the moment their lookups overlap: requests over the budget wait for
+// the lookups in flight, which give their charges back.
+func TestParallelGoodKeyServed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newLimitEnv(t, db, func(c *config.Serve) { c.AuthFailureLimit, c.AuthFailureBurst = 0.001, 2 })
+		g := newGate(e.svc.Limits)
+		const n = 20
+		codes := make(chan int, n)
+		for i := 0; i < n; i++ {
+			go func() {
+				code, err := e.fetch("127.0.0.4", e.svc.NewKey, "/api/test")
+				if err != nil {
+					t.Error(err)
+				}
+				codes <- code
+			}()
+		}
+		waitFor(t, "every request to arrive and two to be looked up", func() bool {
+			return g.arrived.Load() == n && g.evaluating.Load() == 2
+		})
+		close(g.open)
+		for i := 0; i < n; i++ {
+			if code := <-codes; code != 200 {
+				t.Fatalf("a good key among many at once: %d", code)
+			}
+		}
+	})
+}
+
+// A burst of 10,000 requests with wrong keys from four addresses is logged in
+// under 100 lines (each kind of refusal from each address once per
+// interval, with a count: eight lines, and four more every 10 s the burst
+// lasts), while the metrics count every one.
+func TestBadKeyFloodLogsFewLines(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	var buf logBuffer
+	saved := slog.Default()
+	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(saved) })
+	e := newLimitEnv(t, db, func(*config.Serve) {})
+	before := authAttempts(t, e)
+	startLog := len(buf.String())
+
+	const n, addrs, workers = 10000, 4, 16
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				code, err := e.fetch(fmt.Sprintf("127.0.1.%d", 1+i%addrs), fmt.Sprintf("cbx_guess-%d", i), "/api/test")
+				if err != nil || (code != 401 && code != 429) {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Fatalf("%d requests failed or were not refused", failed.Load())
+	}
+	if got := authAttempts(t, e) - before; got != n {
+		t.Fatalf("catchbox_auth_attempts_total{kind=\"api_key\"} grew by %v, want %d", got, n)
+	}
+	burst := buf.String()[startLog:]
+	lines := strings.Count(burst, "\n")
+	if lines >= 100 {
+		t.Fatalf("%d log lines for %d refused requests, want under 100:\n%s", lines, n, burst)
+	}
+	if !strings.Contains(burst, `"code":"invalid_api_key"`) || !strings.Contains(burst, `"code":"too_many_auth_failures"`) {
+		t.Fatalf("the refusals are not in the log:\n%s", burst)
+	}
+	t.Logf("%d requests, %d log lines", n, lines)
+}
+
+// authAttempts is the sum of catchbox_auth_attempts_total{kind="api_key"} on
+// the service's /metrics.
+func authAttempts(t *testing.T, e *limitEnv) float64 {
+	t.Helper()
+	resp, err := e.client("127.0.0.9").Get(e.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, `catchbox_auth_attempts_total{kind="api_key"`) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		sum += v
+	}
+	return sum
+}
+
+// logBuffer collects log lines from every goroutine.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

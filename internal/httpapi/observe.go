@@ -4,12 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/limit"
 	"github.com/catchbox/catchbox/internal/metrics"
 )
 
@@ -21,8 +23,12 @@ import (
 //
 // A 2xx, 3xx or 4xx is logged at Info, a 5xx at Error; with
 // accessLog false only the 4xx and 5xx are logged, so that every failure can
-// still be found by the request id its answer carries.
-func observe(accessLog bool) func(http.Handler) http.Handler {
+// still be found by the request id its answer carries. Refusals are the
+// exception: a 401, 429 or 503 is logged through refusals (limit.Quiet), at
+// most once per interval for each status, code and client address (clientKey)
+// with a count of the others, so that a flood of refused requests does not
+// flood the log; the metrics count each of them.
+func observe(accessLog bool, refusals *limit.Quiet, clientKey func(*http.Request) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
@@ -48,15 +54,31 @@ func observe(accessLog bool) func(http.Handler) http.Handler {
 			case !accessLog:
 				return
 			}
+			if isRefusal(status) {
+				kind := strconv.Itoa(status) + " " + note.Code
+				refusals.Log(level, "HTTP request", kind, clientKey(r), requestAttrs(ctx, r, route, status, d, ww.BytesWritten(), note)...)
+				return
+			}
 			logRequest(ctx, level, r, route, status, d, ww.BytesWritten(), note)
 		})
 	}
+}
+
+// isRefusal tells the answers that refuse a request before it is served:
+// a credential that is missing or wrong, a limit reached, the server busy.
+func isRefusal(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
 }
 
 func logRequest(ctx context.Context, level slog.Level, r *http.Request, route string, status int, d time.Duration, bytes int, note *httpx.Note) {
 	if !slog.Default().Enabled(ctx, level) {
 		return
 	}
+	slog.LogAttrs(ctx, level, "HTTP request", requestAttrs(ctx, r, route, status, d, bytes, note)...)
+}
+
+// requestAttrs are the details of a request's log line.
+func requestAttrs(ctx context.Context, r *http.Request, route string, status int, d time.Duration, bytes int, note *httpx.Note) []slog.Attr {
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs,
 		slog.String("method", r.Method),
@@ -72,5 +94,5 @@ func logRequest(ctx context.Context, level slog.Level, r *http.Request, route st
 	if note.Code != "" {
 		attrs = append(attrs, slog.String("code", note.Code))
 	}
-	slog.LogAttrs(ctx, level, "HTTP request", attrs...)
+	return attrs
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/catchbox/catchbox/internal/deliverability"
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/limit"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/sms"
@@ -64,7 +65,7 @@ type Deps struct {
 // request passes through, the contract's 404 and 405 bodies, and routes.
 func NewRouter(d Deps) http.Handler {
 	r := chi.NewRouter()
-	r.Use(requestID, observe(d.AccessLog), recoverPanics, limitBody)
+	r.Use(requestID, observe(d.AccessLog, &limit.Quiet{}, d.Limits.ClientKey), recoverPanics, limitBody)
 	if d.Drain != nil {
 		r.Use(func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

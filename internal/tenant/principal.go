@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/limit"
 )
 
 // Principal is who a request is, as authentication found it: an organisation's
@@ -121,6 +122,7 @@ func (s *Service) requireAPI(next http.Handler, sessions *Sessions) http.Handler
 			httpx.WriteError(w, r, err)
 			return
 		}
+		limit.Refund(r.Context()) // a good key costs no attempt
 		if n := httpx.Noted(r.Context()); n != nil {
 			n.KeyID = keyID // the access log names the key by its id, never the key
 		}
