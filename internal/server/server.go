@@ -34,6 +34,7 @@ import (
 	"github.com/catchbox/catchbox/internal/imapd"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
+	"github.com/catchbox/catchbox/internal/limit"
 	"github.com/catchbox/catchbox/internal/mailauth"
 	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/notify"
@@ -417,6 +418,11 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		s.every("webhook-prune", s.Webhooks.Prune),
 		s.every("device-expiry", s.TOTP.AnnounceExpired),
 		{Name: "webhook-watch", Run: s.Webhooks.Watch},
+	}
+	if db.Dialect == store.Postgres {
+		// The sign-in throttles' shared buckets (tenant.Sessions); on SQLite
+		// they live in the process.
+		s.Workers = append(s.Workers, s.every("throttle-reaper", store.ReapJob(db, "Deleted full throttle buckets", limit.ReapShared)))
 	}
 	return s, nil
 }

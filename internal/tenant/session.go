@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/catchbox/catchbox/internal/limit"
+	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/store"
 )
 
@@ -27,22 +30,64 @@ const (
 	seenEvery = time.Minute
 )
 
-// Sign-in throttling: failed attempts are counted per address signed in as
-// and per client address, in token buckets (internal/limit). A bucket that is
-// empty refuses every attempt, right or wrong, until it refills, so a guess
-// that happens to be right is not told apart from the wrong ones.
+// Sign-in throttling. Every attempt is charged, before its password is
+// hashed, to three token buckets (internal/limit), and the charges are given
+// back when the password was right, so that attempts made at once never
+// check more passwords than the buckets hold:
+//
+//   - the client address: 20 attempts at once, then one every 6 s, whatever
+//     the accounts;
+//   - the account and client address together: 5 at once, then one a
+//     minute. A guesser at one address is held to this, and a user signing
+//     in from another address is not touched by it: nobody locks a user out
+//     by failing from elsewhere;
+//   - the account, from every address: 30 at once, then one every 20 s,
+//     which only guessers spread over many addresses reach. Once it is
+//     empty, an attempt waits for the account's next token (up to
+//     accountDelay) rather than being refused, so a user is slowed, not shut
+//     out; a browser the user signed in with before (its device cookie,
+//     signed by the service) skips this bucket altogether.
+//
+// An empty address or pair bucket refuses every attempt, right or wrong, until
+// it refills, so a guess that happens to be right is not told apart from the
+// wrong ones. The budgets count addresses the user has not signed in as as
+// well, so that the answer says nothing about which accounts exist.
+//
+// On SQLite one process serves the store and the buckets live in it. On
+// PostgreSQL they live in the store (limit.Shared), so every replica charges
+// the same ones: the budgets above are the whole service's, however many
+// replicas the attempts are spread over.
 const (
-	emailFailures     = 5               // failures an address may take at once
-	emailFailureEvery = time.Minute     // and one more each
-	addrFailures      = 20              // failures a client address may make at once
-	addrFailureEvery  = 6 * time.Second // and one more each
+	addrFailures        = 20
+	addrFailureEvery    = 6 * time.Second
+	pairFailures        = 5
+	pairFailureEvery    = time.Minute
+	accountFailures     = 30
+	accountFailureEvery = 20 * time.Second
+	// accountDelay is the longest an attempt waits for its account's next
+	// token before it is refused, and accountTries the most times it tries.
+	accountDelay = 25 * time.Second
+	accountTries = 5
 )
+
+// DeviceCookie is the cookie that marks a browser which signed in as an
+// account before; it lets that browser past the account's own budget.
+const DeviceCookie = "catchbox_device"
+
+// deviceCookieAge is how long a device cookie is honoured.
+const deviceCookieAge = 90 * 24 * time.Hour
 
 // ErrThrottled is returned by SignIn while too many attempts failed.
 type ErrThrottled struct{ Retry time.Duration }
 
 func (e *ErrThrottled) Error() string {
 	return fmt.Sprintf("too many failed sign-in attempts; try again in %d s", limit.RetryAfter(e.Retry))
+}
+
+// throttle is a set of token buckets attempts are charged to: limit.Buckets
+// in the process, or limit.Shared in the store.
+type throttle interface {
+	Charge(ctx context.Context, key string) (*limit.Charge, error)
 }
 
 // Sessions signs dashboard users in and out and finds the user of a request.
@@ -62,25 +107,48 @@ type Sessions struct {
 	ClientAddr func(*http.Request) string
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Sleep waits d or until ctx ends (the wait for an account's next token);
+	// nil is a timer. A test with its own clock moves that clock instead.
+	Sleep func(ctx context.Context, d time.Duration) error
 
-	byEmail, byAddr *limit.Buckets
+	byAddr, byPair, byAccount throttle
+	clocks                    []*func() time.Time
+	// arrived and evaluating, when a test sets them, are called as a sign-in
+	// attempt arrives, and once it is charged, just before its password is
+	// checked.
+	arrived, evaluating func()
 }
 
 // NewSessions returns the sessions of the service's users with the default
 // lifetimes and throttles.
 func NewSessions(s *Service, secure bool) *Sessions {
-	return &Sessions{
+	ss := &Sessions{
 		Tenants: s, IdleTimeout: DefaultSessionIdle, MaxAge: DefaultSessionMaxAge, Secure: secure,
 		CrossOrigin: http.NewCrossOriginProtection(),
 		ClientAddr:  func(r *http.Request) string { return r.RemoteAddr },
-		byEmail:     limit.New(1/emailFailureEvery.Seconds(), emailFailures),
-		byAddr:      limit.New(1/addrFailureEvery.Seconds(), addrFailures),
 	}
+	if s.db.Dialect == store.Postgres {
+		a := limit.NewShared(s.db, "signin-addr", 1/addrFailureEvery.Seconds(), addrFailures)
+		p := limit.NewShared(s.db, "signin-pair", 1/pairFailureEvery.Seconds(), pairFailures)
+		c := limit.NewShared(s.db, "signin-account", 1/accountFailureEvery.Seconds(), accountFailures)
+		ss.byAddr, ss.byPair, ss.byAccount = a, p, c
+		ss.clocks = []*func() time.Time{&a.Now, &p.Now, &c.Now}
+	} else {
+		a := limit.New(1/addrFailureEvery.Seconds(), addrFailures)
+		p := limit.New(1/pairFailureEvery.Seconds(), pairFailures)
+		c := limit.New(1/accountFailureEvery.Seconds(), accountFailures)
+		ss.byAddr, ss.byPair, ss.byAccount = a, p, c
+		ss.clocks = []*func() time.Time{&a.Now, &p.Now, &c.Now}
+	}
+	return ss
 }
 
 // SetClock sets the clock of the sessions and their throttles (tests).
 func (ss *Sessions) SetClock(now func() time.Time) {
-	ss.Now, ss.byEmail.Now, ss.byAddr.Now = now, now, now
+	ss.Now = now
+	for _, c := range ss.clocks {
+		*c = now
+	}
 }
 
 func (ss *Sessions) now() time.Time {
@@ -90,39 +158,150 @@ func (ss *Sessions) now() time.Time {
 	return time.Now()
 }
 
+func (ss *Sessions) sleep(ctx context.Context, d time.Duration) error {
+	if ss.Sleep != nil {
+		return ss.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // SignIn checks the address and password and, when they are right, starts a
 // new session and sets its cookie on w. Whatever session cookie the request
 // carried is ended first: the session after sign-in is always a new one, so
 // a token planted in the browser before (session fixation) signs nobody in.
+//
+// The attempt is charged to the throttles before the password is checked
+// (*ErrThrottled when one is empty), and waits for the process's hash gate
+// (ErrBusy when it is full). A right password gives the charges back.
 func (ss *Sessions) SignIn(w http.ResponseWriter, r *http.Request, email, password string) (User, error) {
 	ctx := r.Context()
+	if ss.arrived != nil {
+		ss.arrived()
+	}
 	normal, _ := NormalizeEmail(email)
 	if normal == "" {
-		normal = email
+		normal = "!invalid" // no account has it: one bucket for every such attempt
 	}
-	addr := ss.ClientAddr(r)
-	if retry, ok := ss.byAddr.Ready(addr); !ok {
-		return User{}, &ErrThrottled{Retry: retry}
-	}
-	if retry, ok := ss.byEmail.Ready(normal); !ok {
-		return User{}, &ErrThrottled{Retry: retry}
-	}
-	u, err := ss.Tenants.CheckUser(ctx, email, password)
-	if errors.Is(err, ErrBadPassword) {
-		ss.byAddr.Take(addr)
-		ss.byEmail.Take(normal)
-		return User{}, err
+	charges, err := ss.charge(ctx, r, normal)
+	defer func() {
+		for _, c := range charges {
+			c.Settle()
+		}
+	}()
+	var throttled *ErrThrottled
+	if errors.As(err, &throttled) {
+		metrics.Auth("signin", "throttled")
 	}
 	if err != nil {
 		return User{}, err
 	}
+	if ss.evaluating != nil {
+		ss.evaluating()
+	}
+	u, err := ss.Tenants.CheckUser(ctx, email, password)
+	if errors.Is(err, ErrBadPassword) {
+		metrics.Auth("signin", "failed")
+		return User{}, err // the charges stay spent
+	}
+	for _, c := range charges {
+		c.Refund() // right, or not checked at all (busy, a store error)
+	}
+	if errors.Is(err, ErrBusy) {
+		metrics.Auth("signin", "busy")
+	}
+	if err != nil {
+		return User{}, err
+	}
+	metrics.Auth("signin", "ok")
 	ss.end(ctx, r)
 	token, err := ss.create(ctx, u.ID)
 	if err != nil {
 		return User{}, err
 	}
 	ss.setCookie(w, r, token, int(ss.MaxAge/time.Second))
+	ss.setDevice(w, r, normal)
 	return u, nil
+}
+
+// charge charges an attempt to sign in as account to its throttles, in
+// order: the client address, the pair, then the account (unless the browser
+// has the account's device cookie), waiting up to accountDelay for the
+// account's next token. When one refuses, the charges already taken are given
+// back (the attempt is not evaluated) and the error is *ErrThrottled.
+func (ss *Sessions) charge(ctx context.Context, r *http.Request, account string) ([]*limit.Charge, error) {
+	addr := ss.ClientAddr(r)
+	charges := make([]*limit.Charge, 0, 3)
+	refuse := func(err error) ([]*limit.Charge, error) {
+		for _, c := range charges {
+			c.Refund()
+		}
+		var refused *limit.Refused
+		if errors.As(err, &refused) {
+			return nil, &ErrThrottled{Retry: refused.Retry}
+		}
+		return nil, err
+	}
+	for _, step := range []struct {
+		t   throttle
+		key string
+	}{{ss.byAddr, addr}, {ss.byPair, addr + " " + account}} {
+		c, err := step.t.Charge(ctx, step.key)
+		if err != nil {
+			return refuse(err)
+		}
+		charges = append(charges, c)
+	}
+	if ss.knownDevice(r, account) {
+		return charges, nil
+	}
+	deadline := ss.now().Add(accountDelay)
+	for tries := 1; ; tries++ {
+		c, err := ss.byAccount.Charge(ctx, account)
+		if err == nil {
+			return append(charges, c), nil
+		}
+		var refused *limit.Refused
+		if !errors.As(err, &refused) || ss.now().Add(refused.Retry).After(deadline) || tries == accountTries {
+			return refuse(err)
+		}
+		if err := ss.sleep(ctx, refused.Retry); err != nil {
+			return refuse(&limit.Refused{Retry: refused.Retry})
+		}
+	}
+}
+
+// setDevice gives the browser the account's device cookie: signed by the
+// service, naming the account and its expiry, sent only to the sign-in form.
+func (ss *Sessions) setDevice(w http.ResponseWriter, r *http.Request, account string) {
+	exp := ss.now().Add(deviceCookieAge).Truncate(time.Second)
+	v := strconv.FormatInt(exp.Unix(), 10) + "." + ss.Tenants.key.Sign("signin-device", account, exp)
+	http.SetCookie(w, &http.Cookie{Name: DeviceCookie, Value: v, Path: "/signin", MaxAge: int(deviceCookieAge / time.Second),
+		HttpOnly: true, Secure: ss.Secure || r.TLS != nil, SameSite: http.SameSiteStrictMode})
+}
+
+// knownDevice reports whether the request carries a valid device cookie of
+// account.
+func (ss *Sessions) knownDevice(r *http.Request, account string) bool {
+	c, err := r.Cookie(DeviceCookie)
+	if err != nil || len(c.Value) > 128 {
+		return false
+	}
+	exp, sig, ok := strings.Cut(c.Value, ".")
+	if !ok {
+		return false
+	}
+	unix, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil {
+		return false
+	}
+	return ss.Tenants.key.Verify("signin-device", account, time.Unix(unix, 0), sig, ss.now())
 }
 
 // SignOut ends the request's session and clears its cookie.

@@ -50,6 +50,8 @@ const (
 )
 
 // HashPassword returns the argon2id hash of password in the PHC string form.
+// It holds 19 MiB while it runs; the service hashes through hashPassword,
+// which bounds how many run at once.
 func HashPassword(password string) string {
 	salt := make([]byte, 16)
 	rand.Read(salt)
@@ -81,9 +83,24 @@ func CheckPassword(hash, password string) bool {
 	return subtle.ConstantTimeCompare(got, want) == 1
 }
 
+// hashPassword is HashPassword through the process's hash gate (ErrBusy when
+// it is full).
+func hashPassword(ctx context.Context, password string) (hash string, err error) {
+	err = hashes.do(ctx, func() { hash = HashPassword(password) })
+	return hash, err
+}
+
+// checkPassword is CheckPassword through the process's hash gate.
+func checkPassword(ctx context.Context, hash, password string) (ok bool, err error) {
+	err = hashes.do(ctx, func() { ok = CheckPassword(hash, password) })
+	return ok, err
+}
+
 // dummyHash is checked against when no user has the address, so a sign-in
-// takes as long for an unknown address as for a wrong password.
-var dummyHash = HashPassword("catchbox-no-such-user")
+// takes as long for an unknown address as for a wrong password. It has the
+// parameters of HashPassword; what it hashes does not matter (written out,
+// rather than made at start, so that no process pays a hash it never needs).
+const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$Y2F0Y2hib3gtbm91c2VyIQ$5YTbKAmrLK5MUM5Nk24aaUEOdN46wQUFfkjgMNUDXtg"
 
 // NormalizeEmail lower-cases and checks a user's address.
 func NormalizeEmail(email string) (string, error) {
@@ -112,9 +129,12 @@ func (s *Service) CreateUser(ctx context.Context, email, password, orgID string)
 	if err := checkPasswordLen(password); err != nil {
 		return User{}, err
 	}
+	hash, err := hashPassword(ctx, password)
+	if err != nil {
+		return User{}, err
+	}
 	now := store.NowMillis()
 	u := User{ID: NewID(), Email: email, CreatedAt: time.UnixMilli(now)}
-	hash := HashPassword(password)
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO users (id, email, password_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
 			u.ID, email, hash, now, now); err != nil {
@@ -185,22 +205,28 @@ func (s *Service) userWithHash(ctx context.Context, email string) (User, string,
 }
 
 // CheckUser returns the user whose address and password these are, else
-// ErrBadPassword (never telling which of the two was wrong).
+// ErrBadPassword (never telling which of the two was wrong). The hash waits
+// for the process's hash gate: ErrBusy when it is full, and then the password
+// was not checked.
 func (s *Service) CheckUser(ctx context.Context, email, password string) (User, error) {
+	var u User
+	hash := dummyHash
 	email, err := NormalizeEmail(email)
-	if err != nil || len(password) > MaxPasswordLen {
-		CheckPassword(dummyHash, password)
-		return User{}, ErrBadPassword
+	if err == nil && len(password) <= MaxPasswordLen {
+		var found string
+		u, found, err = s.userWithHash(ctx, email)
+		switch {
+		case err == nil:
+			hash = found
+		case !errors.Is(err, ErrNotFound):
+			return User{}, err
+		}
 	}
-	u, hash, err := s.userWithHash(ctx, email)
-	if errors.Is(err, ErrNotFound) {
-		CheckPassword(dummyHash, password)
-		return User{}, ErrBadPassword
+	ok, herr := checkPassword(ctx, hash, password)
+	if herr != nil {
+		return User{}, herr
 	}
-	if err != nil {
-		return User{}, err
-	}
-	if !CheckPassword(hash, password) {
+	if !ok || hash == dummyHash {
 		return User{}, ErrBadPassword
 	}
 	return u, nil
@@ -212,7 +238,10 @@ func (s *Service) SetPassword(ctx context.Context, userID, password string) erro
 	if err := checkPasswordLen(password); err != nil {
 		return err
 	}
-	hash := HashPassword(password)
+	hash, err := hashPassword(ctx, password)
+	if err != nil {
+		return err
+	}
 	return s.db.InTx(ctx, func(tx *store.Tx) error {
 		res, err := tx.Exec(ctx, "UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?", hash, store.NowMillis(), userID)
 		if err != nil {

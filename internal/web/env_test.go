@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -91,6 +92,18 @@ func (e *env) browser() *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{e: e, jar: jar, client: &http.Client{Jar: jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// browserFrom is a browser whose connections come from the local address ip
+// (Linux routes all of 127.0.0.0/8 to the loopback interface), so that the
+// per-address throttles see distinct clients on one machine.
+func (e *env) browserFrom(ip string) *browser {
+	b := e.browser()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	tr := &http.Transport{DialContext: d.DialContext}
+	e.t.Cleanup(tr.CloseIdleConnections)
+	b.client.Transport = tr
+	return b
 }
 
 type page struct {

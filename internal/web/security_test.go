@@ -3,9 +3,11 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,9 +114,9 @@ func TestSessionFixation(t *testing.T) {
 	})
 }
 
-// Wrong passwords are throttled per address signed in as and per client
-// address: once the budget is spent, even the right password is refused with
-// 429 until time passes.
+// Wrong passwords are throttled per account and client address, and per
+// client address: once the budget is spent, even the right password is
+// refused with 429 until time passes.
 func TestSignInThrottled(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db, nil)
@@ -142,6 +144,75 @@ func TestSignInThrottled(t *testing.T) {
 		}
 		e.clock.Add(2 * time.Minute)
 		b.signIn("alice@example.com")
+	})
+}
+
+// Nobody locks a user out by failing to sign in as them. A guesser at one
+// address is refused after 5 wrong passwords and then gets one a minute,
+// while the right password from other addresses signs in every time without
+// delay. Guessers spread over many addresses empty the account's own budget:
+// their attempts, and a right one from a new browser, then wait for the
+// account's next token instead of being refused, and a browser that signed in
+// as the user before (its device cookie) does not wait at all.
+func TestNoLockoutByOthers(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, nil)
+		var mu sync.Mutex
+		var waits int
+		e.svc.Sessions.Sleep = func(_ context.Context, d time.Duration) error {
+			mu.Lock()
+			waits++
+			mu.Unlock()
+			e.clock.Add(d)
+			return nil
+		}
+		waited := func() int { mu.Lock(); defer mu.Unlock(); return waits }
+		wrong := url.Values{"email": {"alice@example.com"}, "password": {"wrong password"}}
+
+		attacker := e.browserFrom("127.0.0.2")
+		for i := 0; i < 5; i++ {
+			if p := attacker.post("/signin", wrong); p.status != http.StatusUnauthorized {
+				t.Fatalf("guess %d: %d", i, p.status)
+			}
+		}
+		var known *browser
+		for round := 0; round < 3; round++ {
+			if p := attacker.post("/signin", wrong); p.status != http.StatusTooManyRequests {
+				t.Fatalf("round %d: guess over the budget: %d", round, p.status)
+			}
+			alice := e.browserFrom(fmt.Sprintf("127.0.0.%d", 10+round))
+			alice.signIn("alice@example.com")
+			known = alice
+			e.clock.Add(time.Minute)
+			if p := attacker.post("/signin", wrong); p.status != http.StatusUnauthorized {
+				t.Fatalf("round %d: the guess a minute later: %d", round, p.status)
+			}
+		}
+		if waited() != 0 {
+			t.Fatalf("%d sign-ins waited while one address guessed", waited())
+		}
+
+		// Seven addresses, five guesses each: more than the account's 30.
+		for a := 0; a < 7; a++ {
+			g := e.browserFrom(fmt.Sprintf("127.0.2.%d", a+1))
+			for i := 0; i < 5; i++ {
+				if p := g.post("/signin", wrong); p.status != http.StatusUnauthorized {
+					t.Fatalf("address %d, guess %d: %d", a, i, p.status)
+				}
+			}
+		}
+		if waited() == 0 {
+			t.Fatal("35 guesses over seven addresses never waited for the account's budget")
+		}
+		before := waited()
+		known.signIn("alice@example.com")
+		if waited() != before {
+			t.Fatal("a browser that signed in before waited for the account's budget")
+		}
+		e.browserFrom("127.0.0.60").signIn("alice@example.com")
+		if waited() == before {
+			t.Fatal("a new browser did not wait while the account's budget was empty")
+		}
 	})
 }
 

@@ -59,7 +59,9 @@ func (d *Dashboard) SignInPageHandler(w http.ResponseWriter, r *http.Request) er
 }
 
 // SignInHandler answers POST /signin: a new session on the right address and
-// password; the form again, with one message for either being wrong, else.
+// password; the form again, with one message for either being wrong, else
+// (401); 429 with Retry-After while the attempt's throttles are empty, 503
+// with Retry-After when too many passwords are being checked at once.
 func (d *Dashboard) SignInHandler(w http.ResponseWriter, r *http.Request) error {
 	if err := parseForm(w, r); err != nil {
 		return err
@@ -75,6 +77,11 @@ func (d *Dashboard) SignInHandler(w http.ResponseWriter, r *http.Request) error 
 		w.WriteHeader(http.StatusTooManyRequests)
 		return d.render(w, r, "signin", map[string]any{"Title": "Sign in", "Next": next, "Email": email,
 			"Error": "Too many failed attempts. Try again in " + strconv.Itoa(limit.RetryAfter(throttled.Retry)) + " seconds."})
+	case errors.Is(err, tenant.ErrBusy):
+		w.Header().Set("Retry-After", strconv.Itoa(limit.RetryAfter(tenant.BusyRetry)))
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return d.render(w, r, "signin", map[string]any{"Title": "Sign in", "Next": next, "Email": email,
+			"Error": "Too many sign-ins at once. Try again in a few seconds."})
 	case errors.Is(err, tenant.ErrBadPassword):
 		w.WriteHeader(http.StatusUnauthorized)
 		return d.render(w, r, "signin", map[string]any{"Title": "Sign in", "Next": next, "Email": email,
