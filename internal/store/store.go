@@ -150,6 +150,9 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("create data directory: %w", err)
 		}
 	}
+	if err := secureFiles(path); err != nil {
+		return nil, err
+	}
 	// synchronous(FULL) on every connection but the writer: a checkpoint syncs
 	// the WAL before it copies frames into the database file. The writer runs
 	// with synchronous(OFF) and its commits are made durable by walSyncer, one
@@ -179,6 +182,10 @@ func openSQLite(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := w.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if err := secureFiles(path); err != nil {
+		w.Close()
+		return nil, err
 	}
 	if err := preallocateWAL(path + "-wal"); err != nil {
 		w.Close()
