@@ -3,6 +3,7 @@ package tenant
 import (
 	"context"
 	"errors"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -21,9 +22,9 @@ const BusyRetry = 2 * time.Second
 // Bounds of the password hashes of the process: each argon2id hash holds
 // argonMemory (19 MiB) for its length, so memory follows the hashes running,
 // not the sign-ins in flight. Two run at once (about 40 MiB; a hash takes
-// some 50 ms of one core, so two cores check some 30 to 40 a second); up to
+// some 50 to 60 ms of one core, so two cores check some 30 a second); up to
 // 256 more wait, each at most 10 s, which covers a burst of a hundred at once
-// on a busy machine. Past either bound the attempt is ErrBusy.
+// on an idle machine. Past either bound the attempt is ErrBusy.
 const (
 	hashSlots    = 2
 	hashQueue    = 256
@@ -35,9 +36,10 @@ const (
 var hashes = newHashGate(hashSlots, hashQueue, hashWait)
 
 // hashGate is a semaphore of password hashes with a bounded queue whose
-// waiters give up after a deadline. Once no hash has run for hashGiveBack
-// after a burst, the heap the hashes left is returned to the system: Go's
-// collector would otherwise keep the burst's peak for minutes.
+// waiters give up after a deadline. Each hash's memory is collected before its
+// slot is free, and once no hash has run for hashGiveBack after a burst, the
+// heap the hashes used is returned to the system: Go's collector would
+// otherwise keep the burst's peak for minutes (docs/benchmarks.md).
 type hashGate struct {
 	slots   chan struct{}
 	waiting atomic.Int32
@@ -85,6 +87,11 @@ func (g *hashGate) do(ctx context.Context, fn func()) error {
 	for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
 	}
 	fn()
+	// The hash's 19 MiB are garbage now. Collected before the slot is
+	// free, they are what the next hash allocates again, and the heap
+	// stays near the hashes' slots; left to the collector's pace they would
+	// pile up to twice the heap before it ran.
+	runtime.GC()
 	return nil
 }
 
