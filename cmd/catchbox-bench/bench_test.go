@@ -508,3 +508,40 @@ func TestRunRejectsUnknownSubcommandAndStrayArguments(t *testing.T) {
 		t.Error("--conns 0 accepted")
 	}
 }
+
+// The signin load posts the form as a browser does, each attempt from a
+// loopback address of its own, and counts the answers.
+func TestSigninPostsTheFormFromManyAddresses(t *testing.T) {
+	var mu sync.Mutex
+	sources := map[string]bool{}
+	emails := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/signin" || r.Header.Get("Sec-Fetch-Site") != "same-origin" || r.Header.Get("Origin") == "" {
+			http.Error(w, "not a same-origin form post", http.StatusForbidden)
+			return
+		}
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		mu.Lock()
+		sources[host] = true
+		emails[r.PostFormValue("email")] = true
+		mu.Unlock()
+		if r.PostFormValue("password") == "right" {
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	var rep signinReport
+	runJSON(t, &rep, "signin", "--api", srv.URL, "--attempts", "30", "--concurrency", "10", "--pid", strconv.Itoa(os.Getpid()), "--settle", "1ms")
+	if rep.Statuses["401"] != 30 || rep.Latency.Count != 30 || rep.RSS == nil || rep.SettledRSSMiB <= 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if len(sources) != 30 || len(emails) != 30 {
+		t.Fatalf("%d source addresses and %d accounts for 30 attempts", len(sources), len(emails))
+	}
+	runJSON(t, &rep, "signin", "--api", srv.URL, "--attempts", "5", "--concurrency", "5", "--email", "alice@example.com", "--password", "right")
+	if rep.Statuses["303"] != 5 {
+		t.Fatalf("right password: %v", rep.Statuses)
+	}
+}

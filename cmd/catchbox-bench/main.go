@@ -1,6 +1,7 @@
 // Command catchbox-bench measures a running mail catcher from the outside,
 // the way its users load it: SMTP ingest over persistent connections, the
-// wake-up of a waiting inbox search, and search latency as data grows.
+// wake-up of a waiting inbox search, search latency as data grows, and the
+// memory a burst of dashboard sign-ins costs.
 //
 // It speaks only standard SMTP and HTTP, so the same load runs against
 // Catchbox and against a peer such as Mailpit in one session, and the ratio
@@ -21,6 +22,7 @@
 //	catchbox-bench imap-idle --imap 127.0.0.1:1143 --smtp 127.0.0.1:2525 --pass PASS --clients 1000 --rounds 100
 //	catchbox-bench imap-fetch --imap 127.0.0.1:1143 --pass PASS --pid PID
 //	catchbox-bench pop3-fetch --pop3 127.0.0.1:1110 --pass PASS --pid PID
+//	catchbox-bench signin --api http://127.0.0.1:8025 --attempts 200 --concurrency 100 --pid PID
 package main
 
 import (
@@ -50,6 +52,7 @@ var commands = []command{
 	{"imap-idle", "time from the SMTP 250 to EXISTS at each of N idling IMAP clients", runIMAPIdle},
 	{"imap-fetch", "fetch every message of INBOX over IMAP (BODY.PEEK[]) and report time and server CPU", runIMAPFetch},
 	{"pop3-fetch", "retrieve every message over POP3 (RETR) and report time and server CPU", runPOP3Fetch},
+	{"signin", "post the dashboard's sign-in form N times, C at once, and report answers, latency and the server's RSS", runSignin},
 }
 
 func main() {
