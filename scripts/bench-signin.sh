@@ -5,14 +5,17 @@
 # catchbox-bench signin with that many attempts in flight (ATTEMPTS = 3 x the
 # concurrency, each from its own loopback address and for an account of its
 # own, so that every attempt is checked against a hash), the server's RSS
-# sampled every 50 ms, and its RSS again 3 s after the burst. Run from the
-# repository root.
-#   CONCURRENCY="50 100"  REPS=3
+# sampled every 50 ms, and its RSS again 3 s after the burst. With SEED=N,
+# each server first receives N small messages and answers a substring search
+# (which loads the namespace's search copy), so that the burst starts from the
+# memory of a server in use. Run from the repository root.
+#   CONCURRENCY="50 100"  REPS=3  SEED=0
 set -eu
 GO=${GO:-go}
 OUT=${BENCH_DIR:-/tmp/catchbox-bench-signin}
 CONCURRENCY=${CONCURRENCY:-50 100}
 REPS=${REPS:-3}
+SEED=${SEED:-0}
 SMTP=127.0.0.1:23725
 HTTP=127.0.0.1:29226
 mkdir -p "$OUT"
@@ -34,8 +37,12 @@ for rep in $(seq 1 "$REPS"); do
 			i=$((i + 1)); [ $i -lt 300 ] || { echo "catchbox did not start; see $OUT/server.log" >&2; exit 1; }
 			sleep 0.1
 		done
+		if [ "$SEED" -gt 0 ]; then
+			"$OUT/catchbox-bench" seed --smtp "$SMTP" --messages "$SEED" --conns 8 >/dev/null
+			curl -fsS -o /dev/null -H "X-Api-Key: benchkey12345" "http://$HTTP/api/emails/default/inbox?subject_includes=zz&limit=1"
+		fi
 		sleep 1
-		echo "rep=$rep concurrency=$c load=$(cut -d' ' -f1 /proc/loadavg) idle_rss=$(awk '/VmRSS/ {printf "%.1fMiB", $2 / 1024}' /proc/$PID/status)"
+		echo "rep=$rep seed=$SEED concurrency=$c load=$(cut -d' ' -f1 /proc/loadavg) idle_rss=$(awk '/VmRSS/ {printf "%.1fMiB", $2 / 1024}' /proc/$PID/status)"
 		"$OUT/catchbox-bench" signin --api "http://$HTTP" --attempts $((3 * c)) --concurrency "$c" --pid "$PID"
 		kill $PID; wait $PID 2>/dev/null || true; PID=
 	done
