@@ -20,7 +20,7 @@ const maxQuietSources = 1000
 // interval for each kind of refusal and source (a client address): the first
 // at once, with its details, then at the end of every interval in which more
 // came, one line with the same message, the kind (refusal), the source and
-// the number that came (count) over the interval (period). A flood of any
+// the number that came (count) over the interval (period_s, in seconds). A flood of any
 // size is a few lines a minute; the metrics count every refusal. The zero
 // value is ready to use.
 type Quiet struct {
@@ -104,6 +104,6 @@ func (q *Quiet) flush(k quietKey) {
 		source = "others"
 	}
 	slog.LogAttrs(context.Background(), e.level, e.msg, slog.String("refusal", k.kind), slog.String("source", source),
-		slog.Int("count", n), slog.Duration("period", q.interval()))
+		slog.Int("count", n), slog.Float64("period_s", q.interval().Seconds()))
 	time.AfterFunc(q.interval(), func() { q.flush(k) })
 }
