@@ -28,6 +28,9 @@ type signinReport struct {
 	// SettledRSSMiB is the server's resident memory --settle after the last
 	// answer: what the burst left behind.
 	SettledRSSMiB float64 `json:"settled_rss_mib,omitempty"`
+	// CPUSeconds is the server's CPU time (user and system) over the burst,
+	// with --pid.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 }
 
 // runSignin posts the dashboard's sign-in form N times, C at once, and
@@ -63,12 +66,16 @@ func runSignin(args []string, stdout io.Writer) error {
 	base := strings.TrimRight(*api, "/")
 
 	var sampler *rssSampler
+	var cpu0 float64
 	if *pid > 0 {
 		s, err := startRSS(*pid, *interval)
 		if err != nil {
 			return err
 		}
 		sampler = s
+		if cpu0, err = cpuTime(*pid); err != nil {
+			return err
+		}
 	}
 	rep := signinReport{Label: *label, API: base, Attempts: *attempts, Concurrency: *conc, Statuses: map[string]int{}}
 	var mu sync.Mutex
@@ -112,6 +119,9 @@ func runSignin(args []string, stdout io.Writer) error {
 	if sampler != nil {
 		r := sampler.stop()
 		rep.RSS = &r
+		if cpu1, err := cpuTime(*pid); err == nil {
+			rep.CPUSeconds = cpu1 - cpu0
+		}
 		time.Sleep(*settle)
 		if m, err := readMemory(*pid); err == nil {
 			rep.SettledRSSMiB = mib(m.RSS)
@@ -120,7 +130,7 @@ func runSignin(args []string, stdout io.Writer) error {
 
 	line := fmt.Sprintf("signin attempts=%d concurrency=%d seconds=%.2f statuses=%s %s", rep.Attempts, rep.Concurrency, rep.Seconds, statusLine(rep.Statuses), rep.Latency)
 	if rep.RSS != nil {
-		line += fmt.Sprintf(" %s rss_settled=%.1fMiB", rep.RSS, rep.SettledRSSMiB)
+		line += fmt.Sprintf(" %s rss_settled=%.1fMiB server_cpu=%.2fs", rep.RSS, rep.SettledRSSMiB, rep.CPUSeconds)
 	}
 	if rep.ErrorSample != "" {
 		line += " error_sample=" + strconv.Quote(rep.ErrorSample)
