@@ -27,6 +27,8 @@ type Quiet struct {
 	// Interval is the least time between two lines of one kind and source;
 	// 0 is DefaultQuietInterval. Set before use.
 	Interval time.Duration
+	// Logger receives the lines; nil is slog.Default() at the time of each.
+	Logger *slog.Logger
 
 	mu sync.Mutex
 	m  map[quietKey]*quietEntry
@@ -49,6 +51,7 @@ func (q *Quiet) Log(level slog.Level, msg, kind, source string, attrs ...slog.At
 		slog.LogAttrs(context.Background(), level, msg, attrs...)
 		return
 	}
+	log := q.logger()
 	k := quietKey{kind, source}
 	q.mu.Lock()
 	if q.m == nil {
@@ -70,8 +73,15 @@ func (q *Quiet) Log(level slog.Level, msg, kind, source string, attrs ...slog.At
 	}
 	q.m[k] = &quietEntry{level: level, msg: msg}
 	q.mu.Unlock()
-	slog.LogAttrs(context.Background(), level, msg, attrs...)
+	log.LogAttrs(context.Background(), level, msg, attrs...)
 	time.AfterFunc(q.interval(), func() { q.flush(k) })
+}
+
+func (q *Quiet) logger() *slog.Logger {
+	if q.Logger != nil {
+		return q.Logger
+	}
+	return slog.Default()
 }
 
 func (q *Quiet) interval() time.Duration {
@@ -103,7 +113,7 @@ func (q *Quiet) flush(k quietKey) {
 	if source == "\x00others" {
 		source = "others"
 	}
-	slog.LogAttrs(context.Background(), e.level, e.msg, slog.String("refusal", k.kind), slog.String("source", source),
+	q.logger().LogAttrs(context.Background(), e.level, e.msg, slog.String("refusal", k.kind), slog.String("source", source),
 		slog.Int("count", n), slog.Float64("period_s", q.interval().Seconds()))
 	time.AfterFunc(q.interval(), func() { q.flush(k) })
 }

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
-// lockedBuffer is a log destination safe for the timers' goroutines.
+// lockedBuffer is a log destination safe for concurrent writers.
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -39,69 +40,67 @@ func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
 	return out
 }
 
-// A flood of one refusal from one source is one line at once and then one
-// line with the count of the rest; other sources and kinds have lines of
-// their own.
-func TestQuietFoldsAFlood(t *testing.T) {
+// newQuiet is a Quiet logging JSON to its own buffer, whose intervals never
+// end by themselves during a test: the test ends them (flush), as the timer
+// would.
+func newQuiet() (*Quiet, *lockedBuffer) {
 	var buf lockedBuffer
-	saved := slog.Default()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
-	t.Cleanup(func() { slog.SetDefault(saved) })
+	return &Quiet{Interval: time.Hour, Logger: slog.New(slog.NewJSONHandler(&buf, nil))}, &buf
+}
 
-	q := &Quiet{Interval: 50e6} // 50 ms: the test waits for the line, it does not time it
+// A flood of one refusal from one source is one line at once and then, at
+// the end of the interval, one line with the count of the rest; other
+// sources and kinds have lines of their own. An interval with nothing new
+// ends the source's record: its next refusal is logged at once again.
+func TestQuietFoldsAFlood(t *testing.T) {
+	q, buf := newQuiet()
+	const kind, src = "401 invalid_api_key", "192.0.2.7"
 	for i := 0; i < 10000; i++ {
-		q.Log(slog.LevelWarn, "HTTP request refused", "401 invalid_api_key", "192.0.2.7", slog.Int("n", i))
+		q.Log(slog.LevelWarn, "HTTP request", kind, src, slog.Int("n", i))
 	}
-	q.Log(slog.LevelWarn, "HTTP request refused", "401 invalid_api_key", "192.0.2.8")
-	q.Log(slog.LevelWarn, "HTTP request refused", "429 too_many_auth_failures", "192.0.2.7")
+	q.Log(slog.LevelWarn, "HTTP request", kind, "192.0.2.8")
+	q.Log(slog.LevelWarn, "HTTP request", "429 too_many_auth_failures", src)
 	first := buf.lines(t)
 	if len(first) != 3 || first[0]["n"] != float64(0) {
 		t.Fatalf("logged at once: %v, want the first of each kind and source", first)
 	}
-	var count float64
-	waitFor(t, "the line with the count", func() bool {
-		for _, l := range buf.lines(t) {
-			if c, ok := l["count"].(float64); ok {
-				count = c
-				if l["refusal"] != "401 invalid_api_key" || l["source"] != "192.0.2.7" || l["level"] != "WARN" {
-					t.Fatalf("count line %v", l)
-				}
-				return true
-			}
-		}
-		return false
-	})
-	if count != 9999 {
-		t.Fatalf("count %v, want 9999", count)
-	}
-	// An interval with nothing new ends the source's record: its next
-	// refusal is logged at once again, with its details.
-	waitFor(t, "the source to be forgotten", func() bool {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return len(q.m) == 0
-	})
-	q.Log(slog.LevelWarn, "HTTP request refused", "401 invalid_api_key", "192.0.2.7", slog.Int("n", 10000))
+
+	q.flush(quietKey{kind, src})
 	all := buf.lines(t)
-	if last := all[len(all)-1]; last["n"] != float64(10000) {
-		t.Fatalf("after a quiet interval: %v", last)
+	if len(all) != 4 {
+		t.Fatalf("%d lines after the interval, want 4", len(all))
 	}
-	if len(all) != 5 {
-		t.Fatalf("%d lines in all, want 5", len(all))
+	if l := all[3]; l["count"] != float64(9999) || l["refusal"] != kind || l["source"] != src ||
+		l["level"] != "WARN" || l["msg"] != "HTTP request" || l["period_s"] != float64(3600) {
+		t.Fatalf("count line %v", l)
+	}
+
+	q.flush(quietKey{kind, src}) // an interval with nothing new
+	if n := len(buf.lines(t)); n != 4 {
+		t.Fatalf("%d lines after a quiet interval, want 4", n)
+	}
+	q.Log(slog.LevelWarn, "HTTP request", kind, src, slog.Int("n", 10000))
+	all = buf.lines(t)
+	if len(all) != 5 || all[4]["n"] != float64(10000) {
+		t.Fatalf("after a quiet interval: %v", all[len(all)-1])
 	}
 }
 
 // Past maxQuietSources sources at once, new sources share one record.
 func TestQuietBoundsSources(t *testing.T) {
-	var buf lockedBuffer
-	saved := slog.Default()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
-	t.Cleanup(func() { slog.SetDefault(saved) })
-	q := &Quiet{Interval: 1e12}
+	q, buf := newQuiet()
 	for i := 0; i < 3*maxQuietSources; i++ {
 		q.Log(slog.LevelInfo, "SMTP authentication failed", "smtp_auth_failed", fmt.Sprint("198.51.100.", i))
 	}
-	if n := len(buf.lines(t)); n != maxQuietSources+1 {
+	lines := buf.lines(t)
+	if n := len(lines); n != maxQuietSources+1 {
 		t.Fatalf("%d lines, want %d", n, maxQuietSources+1)
+	}
+	if last := lines[maxQuietSources]; last["source"] != "others" {
+		t.Fatalf("the line past the cap: %v", last)
+	}
+	q.flush(quietKey{"smtp_auth_failed", "\x00others"})
+	if last := buf.lines(t)[maxQuietSources+1]; last["source"] != "others" || last["count"] != float64(2*maxQuietSources-1) {
+		t.Fatalf("the count of the others: %v", last)
 	}
 }

@@ -81,6 +81,10 @@ func New(tenants *tenant.Service, failures int, lockout time.Duration) *Checker 
 // SetClock replaces the clock of the throttle (tests).
 func (c *Checker) SetClock(now func() time.Time) { c.failed.Now = now }
 
+// SetWait replaces how long an attempt waits for the outcome of attempts
+// from its address still being evaluated (tests).
+func (c *Checker) SetWait(d time.Duration) { c.failed.Wait = d }
+
 // Client is who is attempting: the protocol ("smtp", "imap", "pop3": the
 // kind of catchbox_auth_attempts_total) and the client's address, for the
 // throttle and the log.

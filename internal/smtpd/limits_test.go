@@ -227,6 +227,7 @@ func TestParallelAuthNeverExceedsLimit(t *testing.T) {
 func TestParallelRightAuthAllAccepted(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, Config{AuthFailures: 2, AuthLockout: time.Hour, MaxConnsPerIP: 200})
+		h.srv.auth.SetWait(time.Minute) // however long the gate takes to open
 		g := newGate()
 		h.srv.auth.Arrived, h.srv.auth.Evaluating = g.arrive, g.evaluate
 		good := "AUTH PLAIN " + b64("\x00alpha\x00"+h.password("alpha"))

@@ -40,9 +40,12 @@ func signinService(t *testing.T, db *store.DB) *tenant.Service {
 }
 
 // newSessions is a replica's sessions: its client address is the request's
-// remote host, as with no proxy in front.
+// remote host, as with no proxy in front, and its clock stands still, so
+// that no budget refills while a test runs.
 func newSessions(svc *tenant.Service) *tenant.Sessions {
 	ss := tenant.NewSessions(svc, false)
+	now := time.Date(2026, 11, 22, 3, 23, 50, 0, time.UTC)
+	ss.SetClock(func() time.Time { return now })
 	ss.ClientAddr = func(r *http.Request) string {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
 		return host
