@@ -22,50 +22,21 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/catchbox/catchbox/internal/problem"
 )
 
 // MaxBodyBytes is the largest request body accepted (contract section 4).
 const MaxBodyBytes = 8 << 20
 
-// FieldError is one rejected input value, named by its API field: one entry of
-// the error body's errors list (contract section 4, "Error body"). It is an
-// error, so that a check that knows nothing of HTTP (tenant.Validate,
-// totp.Validate) can return it; WriteError answers it as a 400.
-type FieldError struct {
-	Field  string
-	Detail string // what is wrong, read after the field's name: "must be at least 0"
-	Code   string // the API error code; "" is invalid_parameter
-}
+// FieldError is one rejected input value, named by its API field. It is
+// problem.FieldError: domain checks return it without knowing of HTTP, and
+// WriteError answers it as a 400.
+type FieldError = problem.FieldError
 
-func (e *FieldError) Error() string { return e.Field + " " + e.Detail }
-
-// Fields collects the invalid fields of one request, so that a client learns of
-// every mistake at once.
-type Fields []FieldError
-
-// Add records that field is invalid, with the code invalid_parameter.
-func (f *Fields) Add(field, detail string) { *f = append(*f, FieldError{Field: field, Detail: detail}) }
-
-// Err is the 400 for every field collected, or nil when there is none. Its code
-// is that of the first field; its message names every field and its detail.
-func (f Fields) Err() error {
-	if len(f) == 0 {
-		return nil
-	}
-	return f.error()
-}
-
-func (f Fields) error() *Error {
-	msgs := make([]string, len(f))
-	for i, fe := range f {
-		msgs[i] = fe.Error()
-	}
-	code := f[0].Code
-	if code == "" {
-		code = "invalid_parameter"
-	}
-	return &Error{Status: http.StatusBadRequest, Code: code, Message: strings.Join(msgs, "; "), Fields: f}
-}
+// Fields collects the invalid fields of one request (problem.Fields); its Err
+// is a problem.Error of kind Invalid, answered as a 400 that names each field.
+type Fields = problem.Fields
 
 // Error is a failure answered with the contract's error body.
 type Error struct {
@@ -88,8 +59,49 @@ func NotFound(what string) *Error {
 }
 
 // Invalid is a 400 for one bad field: "limit must be between 1 and 20".
-func Invalid(field, detail string) *Error {
-	return Fields{{Field: field, Detail: detail}}.error()
+func Invalid(field, detail string) error {
+	return problem.Field(field, detail)
+}
+
+// statusOf is the HTTP status of each kind of failed operation.
+var statusOf = [...]int{
+	problem.Invalid:         http.StatusBadRequest,
+	problem.Unauthenticated: http.StatusUnauthorized,
+	problem.Forbidden:       http.StatusForbidden,
+	problem.NotFound:        http.StatusNotFound,
+	problem.Conflict:        http.StatusConflict,
+	problem.Gone:            http.StatusGone,
+	problem.TooLarge:        http.StatusRequestEntityTooLarge,
+	problem.TooMany:         http.StatusTooManyRequests,
+	problem.NotImplemented:  http.StatusNotImplemented,
+	problem.Unavailable:     http.StatusServiceUnavailable,
+}
+
+// AsError is the HTTP form of err when err says what the client did wrong or
+// why the action failed (an *Error, a *problem.Error or a *FieldError
+// anywhere in its chain), and nil for an internal failure.
+func AsError(err error) *Error {
+	var he *Error
+	var pe *problem.Error
+	var fe *FieldError
+	switch {
+	case errors.As(err, &he):
+		return he
+	case errors.As(err, &pe):
+		return FromProblem(pe)
+	case errors.As(err, &fe):
+		return FromProblem(Fields{*fe}.Error())
+	}
+	return nil
+}
+
+// FromProblem is the HTTP form of an operation's failure.
+func FromProblem(pe *problem.Error) *Error {
+	status := http.StatusInternalServerError
+	if int(pe.Kind) < len(statusOf) {
+		status = statusOf[pe.Kind]
+	}
+	return &Error{Status: status, Code: pe.Code, Message: pe.Message, Fields: pe.Fields}
 }
 
 type errorDetail struct {
@@ -114,12 +126,9 @@ type errorBody struct {
 // is and a *FieldError as a 400; anything else is logged and answered 500 with
 // only the request id, so no internal detail reaches a client.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	var he *Error
-	var fe *FieldError
+	he := AsError(err)
 	switch {
-	case errors.As(err, &he):
-	case errors.As(err, &fe):
-		he = Fields{*fe}.error()
+	case he != nil:
 	default:
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 			return // the client went away; nobody to answer

@@ -155,15 +155,12 @@ func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	status, msg := http.StatusInternalServerError, "Something went wrong on our side. Request id: "+httpx.RequestID(r.Context())
 	var pe *pageError
-	var he *httpx.Error
-	var fe *httpx.FieldError
+	he := httpx.AsError(err)
 	switch {
 	case errors.As(err, &pe):
 		status, msg = pe.status, pe.msg
-	case errors.As(err, &he) && he.Status < 500:
+	case he != nil && he.Status < 500:
 		status, msg = he.Status, he.Message
-	case errors.As(err, &fe):
-		status, msg = http.StatusBadRequest, fe.Field+" "+fe.Detail
 	case errors.Is(err, tenant.ErrNotFound):
 		status, msg = http.StatusNotFound, "Not found"
 	default:
