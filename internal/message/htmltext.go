@@ -74,6 +74,9 @@ type htmlReader struct {
 	anchor  *Link  // the open anchor, if any
 	anchorT []byte // its text so far
 	alt     string // the alt text of the first image inside it
+	// targets, when set, also collects every URL the body links to or
+	// loads, in document order (Targets); ingest leaves it nil.
+	targets *targetList
 }
 
 // readHTML reads an HTML body into its anchors and, with all, its visible
@@ -87,6 +90,12 @@ func readHTML(src string, all, urls bool) htmlView {
 	if all {
 		r.text.Grow(len(src) / 2)
 	}
+	return r.read()
+}
+
+// read reads the whole body.
+func (r *htmlReader) read() htmlView {
+	src := r.src
 	for i := 0; i < len(src); {
 		lt := strings.IndexByte(src[i:], '<')
 		if lt < 0 {
@@ -133,6 +142,9 @@ func (r *htmlReader) markup(i int) int {
 // startTag reads the start tag whose name starts at src[i].
 func (r *htmlReader) startTag(i int) int {
 	name, j := r.tagName(i)
+	if r.targets != nil {
+		return r.targetTag(name, j)
+	}
 	if name != "a" && name != "img" {
 		return r.otherTag(name, r.tagEnd(j))
 	}
@@ -207,6 +219,11 @@ func (r *htmlReader) otherTag(name string, j int) int {
 			r.hidden++
 		}
 	case kindRaw:
+		if name == "style" && r.targets != nil {
+			end, after := r.rawEnd(name, j)
+			r.targets.addCSS(r.src[min(j, end):end])
+			return after
+		}
 		return r.skipRaw(name, j)
 	case kindBlock:
 		r.newline()
@@ -286,17 +303,26 @@ func (r *htmlReader) attribute(i int) (key, value string, next int) {
 // skipRaw skips the content of the raw-text element name, which starts at
 // src[i], and its end tag.
 func (r *htmlReader) skipRaw(name string, i int) int {
-	for j := i; ; {
+	_, after := r.rawEnd(name, i)
+	return after
+}
+
+// rawEnd finds the end of the content of the raw-text element name, which
+// starts at src[i]: where its end tag starts, and the index after that tag.
+func (r *htmlReader) rawEnd(name string, i int) (end, after int) {
+	for j := i; j < len(r.src); {
 		k := strings.Index(r.src[j:], "</")
 		if k < 0 {
-			return len(r.src)
+			break
 		}
-		j += k + 2
-		if end := j + len(name); end <= len(r.src) && strings.EqualFold(r.src[j:end], name) &&
-			(end == len(r.src) || isHTMLSpace(r.src[end]) || r.src[end] == '/' || r.src[end] == '>') {
-			return afterIndex(r.src, end, ">")
+		start := j + k
+		j = start + 2
+		if e := j + len(name); e <= len(r.src) && strings.EqualFold(r.src[j:e], name) &&
+			(e == len(r.src) || isHTMLSpace(r.src[e]) || r.src[e] == '/' || r.src[e] == '>') {
+			return start, afterIndex(r.src, e, ">")
 		}
 	}
+	return len(r.src), len(r.src)
 }
 
 // readText adds text, its character references decoded, to the view.
@@ -316,6 +342,9 @@ func (r *htmlReader) readText(raw string) {
 	if r.urls && r.anchor == nil && strings.Contains(raw, "://") {
 		for _, u := range bareURLs(r.text.String()[start:]) {
 			r.links.add(Link{Href: u})
+			if r.targets != nil {
+				r.targets.add(u, false)
+			}
 		}
 	}
 }
