@@ -332,18 +332,18 @@ func (s *session) rcptReturnPath(key, id string) error {
 // report twice is a no-op, so a retry after a failed store repeats nothing.
 func (s *session) Data(r io.Reader) (err error) {
 	defer s.guard("data", &err)
+	if s.conn != nil {
+		s.conn.beginData()
+		defer s.conn.endData()
+	}
 	if !s.inMail || len(s.targets) == 0 && len(s.returns) == 0 {
+		s.discardMessage(r)
 		return errNeedMail
 	}
 	// Under BDAT this runs beside the connection's goroutine, which may Reset
 	// the session: work on a copy of the envelope.
 	s.dataStarted.Store(true)
 	tx := transaction{env: s.env, targets: s.targets, rcpts: s.rcpts, refused: s.refused, returns: s.returns}
-	if s.conn != nil {
-		s.conn.beginData()
-		defer s.conn.endData()
-		r = idleReader{r: r, c: s.conn}
-	}
 	raw, err := s.readMessage(r)
 	tx.size = len(raw)
 	if err != nil {
@@ -417,43 +417,70 @@ func (t transaction) log(result string, reply error) {
 	slog.LogAttrs(context.Background(), level, "SMTP transaction", attrs...)
 }
 
-// readMessage reads the message, at most MaxMessageBytes of it (go-smtp bounds
-// DATA the same way; BDAT chunks are bounded here). The bytes are kept exactly
-// as received: the raw source a test downloads is what the sender sent. The
-// trace information a Received field would carry (client IP, HELO name, envelope
+// readMessage reads the message, at most MaxMessageBytes of it. A message
+// sent with DATA is read by readDot (data.go: go-smtp's own reading misses
+// some ends of data); one sent with BDAT through go-smtp's pipe, bounded
+// here. The bytes are kept as the sender meant them, dot-stuffing removed:
+// the raw source a test downloads is what the sender sent. The trace
+// information a Received field would carry (client IP, HELO name, envelope
 // sender) is stored beside the message instead.
 func (s *session) readMessage(r io.Reader) ([]byte, error) {
 	max := s.srv.cfg.MaxMessageBytes
+	br, err := dotBuffer(r)
+	switch {
+	case err == nil:
+		raw, err := readDot(br, max)
+		if errors.Is(err, errDotTooBig) {
+			return nil, errTooBig
+		}
+		if err != nil {
+			return nil, s.readError(err)
+		}
+		return raw, nil
+	case errors.Is(err, errUnknownDataReader):
+		unknownDataReader.Do(func() {
+			slog.Warn("The SMTP library's DATA reader is not the one Catchbox reads through: its own reading is used, which misses an end of data after CR CR LF",
+				"reader", fmt.Sprintf("%T", r))
+		})
+	}
 	var buf bytes.Buffer
 	n, err := buf.ReadFrom(io.LimitReader(r, max+1))
 	var smtpError *smtp.SMTPError
-	var netErr net.Error
 	switch {
 	case err == nil && n > max, errors.As(err, &smtpError) && smtpError.Code == 552:
 		return nil, errTooBig
 	case err == nil:
 		return buf.Bytes(), nil
-	case errors.Is(err, smtp.ErrTooLongLine):
-		return nil, errLineTooLong
-	case errors.As(err, &netErr) && netErr.Timeout():
-		return nil, errReadTimeout
-	case errors.As(err, &smtpError):
-		return nil, smtpError
 	default:
-		slog.Debug("Reading an SMTP message failed", "client_ip", s.clientIP, "err", err)
-		return nil, errReadFailed
+		return nil, s.readError(err)
 	}
 }
 
-// idleReader moves the idle deadline before each read of message data.
-type idleReader struct {
-	r io.Reader
-	c *conn
+// readError is the reply to a message whose reading failed.
+func (s *session) readError(err error) error {
+	var smtpError *smtp.SMTPError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, smtp.ErrTooLongLine):
+		return errLineTooLong
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return errReadTimeout
+	case errors.As(err, &smtpError):
+		return smtpError
+	default:
+		slog.Debug("Reading an SMTP message failed", "client_ip", s.clientIP, "err", err)
+		return errReadFailed
+	}
 }
 
-func (ir idleReader) Read(p []byte) (int, error) {
-	ir.c.extendRead()
-	return ir.r.Read(p)
+// discardMessage reads a message that is refused before it is read to its
+// end, so that the reply follows the client's end of data.
+func (s *session) discardMessage(r io.Reader) {
+	if br, err := dotBuffer(r); err == nil {
+		readDot(br, 0)
+		return
+	}
+	io.Copy(io.Discard, r)
 }
 
 // Reset implements smtp.Session: it ends the transaction (RSET, a new EHLO, the

@@ -405,8 +405,11 @@ type conn struct {
 
 	tlsStarted atomic.Bool // a STARTTLS handshake began on this connection
 
+	// inData is set while a message is being received: shutdown lets it
+	// finish, and reads move the idle deadline. Set under mu, so that
+	// interruptIdle's look and deadline are one step.
 	mu     sync.Mutex
-	inData bool // a message is being received: shutdown lets it finish
+	inData atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -464,21 +467,27 @@ func (c *conn) lingerClose() {
 	c.Close()
 }
 
-// extendRead moves the idle deadline while message data arrives, so the idle
-// timeout measures silence rather than the length of a transfer.
-func (c *conn) extendRead() {
-	c.Conn.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+// Read reads from the client. While a message is being received, each read
+// first moves the idle deadline, so the idle timeout measures silence rather
+// than the length of a transfer; between commands the deadline is go-smtp's
+// (SetReadDeadline). Every read of the connection comes here, through TLS
+// after STARTTLS too.
+func (c *conn) Read(p []byte) (int, error) {
+	if c.inData.Load() {
+		c.Conn.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+	}
+	return c.Conn.Read(p)
 }
 
 func (c *conn) beginData() {
 	c.mu.Lock()
-	c.inData = true
+	c.inData.Store(true)
 	c.mu.Unlock()
 }
 
 func (c *conn) endData() {
 	c.mu.Lock()
-	c.inData = false
+	c.inData.Store(false)
 	c.mu.Unlock()
 }
 
@@ -488,7 +497,7 @@ func (c *conn) endData() {
 func (c *conn) interruptIdle() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.inData {
+	if !c.inData.Load() {
 		c.Conn.SetReadDeadline(time.Unix(1, 0))
 	}
 }
