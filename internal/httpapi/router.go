@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catchbox/catchbox/internal/deliverability"
+	"github.com/catchbox/catchbox/internal/htmlcheck"
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/limit"
@@ -42,6 +43,8 @@ type Deps struct {
 	Limits *Limits
 
 	Deliverability *deliverability.Service
+	// HTMLCheck answers the email's HTML client support check.
+	HTMLCheck *htmlcheck.Service
 	// Sessions are the dashboard's signed-in users; nil: API keys only.
 	Sessions *tenant.Sessions
 	// Web is the dashboard; nil: no pages.
@@ -161,6 +164,7 @@ func routes(r chi.Router, d Deps) {
 	key.delete("/api/destinations/{destinationId}", d.Outbound.DeleteDestinationHandler)
 	key.post("/api/emails/{emailId}/deliverability-report", d.Deliverability.RequestReportHandler)
 	key.get("/api/emails/{emailId}/deliverability-report", d.Deliverability.GetReportHandler)
+	key.get("/api/emails/{emailId}/html-check", d.HTMLCheck.CheckHandler)
 
 	if d.Web != nil {
 		dashboard(r, d)

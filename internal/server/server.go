@@ -30,6 +30,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/deliverability"
+	"github.com/catchbox/catchbox/internal/htmlcheck"
 	"github.com/catchbox/catchbox/internal/httpapi"
 	"github.com/catchbox/catchbox/internal/imapd"
 	"github.com/catchbox/catchbox/internal/inbox"
@@ -87,6 +88,9 @@ type Service struct {
 	Jobs *jobs.Queue
 	// Deliverability makes deliverability reports and spam scores.
 	Deliverability *deliverability.Service
+	// HTMLCheck tells which email clients lack the features an email's HTML
+	// uses.
+	HTMLCheck *htmlcheck.Service
 
 	// Limits are the HTTP request limits; a test may set their clock.
 	Limits *httpapi.Limits
@@ -335,6 +339,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		MailDomain: s.Outbound.Routes.Domain()}
 	s.Jobs.Register(outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{})
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
+	s.HTMLCheck = htmlcheck.NewService(s.Searcher, s.Tenants)
 	s.Webhooks = newWebhooks(cfg, db, s.Jobs, s.Tenants, key, s.Notifier)
 	s.Ingester.OnIngest(inbox.WebhookHook(s.Webhooks))
 	s.SMS.Service.Webhooks, s.Outbound.Store.Webhooks, s.Deliverability.Webhooks = s.Webhooks, s.Webhooks, s.Webhooks
@@ -342,7 +347,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Sessions = tenant.NewSessions(s.Tenants, strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"))
 	s.Sessions.ClientAddr = s.Limits.ClientKey
 	s.Web, err = web.New(web.Dashboard{Tenants: s.Tenants, Sessions: s.Sessions, Inbox: s.Inbox, SMS: s.SMS, TOTP: s.TOTP,
-		Outbound: s.Outbound, Deliverability: s.Deliverability, Notifier: s.Notifier, SMTPEndpoint: s.smtpEndpoint, MailboxPorts: s.mailboxPorts,
+		Outbound: s.Outbound, Deliverability: s.Deliverability, HTMLCheck: s.HTMLCheck, Notifier: s.Notifier, SMTPEndpoint: s.smtpEndpoint, MailboxPorts: s.mailboxPorts,
 		MailDomain: cfg.MailDomain, PublicURL: s.publicURL, Key: key})
 	if err != nil {
 		return nil, err
@@ -360,6 +365,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		Outbound:     s.Outbound,
 
 		Deliverability: s.Deliverability,
+		HTMLCheck:      s.HTMLCheck,
 		Webhooks:       s.Webhooks,
 
 		AccessLog: cfg.AccessLog,

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/deliverability"
+	"github.com/catchbox/catchbox/internal/htmlcheck"
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/notify"
@@ -51,6 +52,7 @@ type Dashboard struct {
 	TOTP           *totp.Service
 	Outbound       *outbound.API
 	Deliverability *deliverability.Service
+	HTMLCheck      *htmlcheck.Service
 	Notifier       notify.Notifier
 	SMTPEndpoint   tenant.SMTPEndpoint
 	MailboxPorts   tenant.MailboxPorts
