@@ -18,6 +18,7 @@ import (
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/limit"
+	"github.com/catchbox/catchbox/internal/linkcheck"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/sms"
@@ -42,6 +43,8 @@ type Deps struct {
 	Limits *Limits
 
 	Deliverability *deliverability.Service
+	// LinkCheck serves the link checks of emails.
+	LinkCheck *linkcheck.Service
 	// Sessions are the dashboard's signed-in users; nil: API keys only.
 	Sessions *tenant.Sessions
 	// Web is the dashboard; nil: no pages.
@@ -161,6 +164,8 @@ func routes(r chi.Router, d Deps) {
 	key.delete("/api/destinations/{destinationId}", d.Outbound.DeleteDestinationHandler)
 	key.post("/api/emails/{emailId}/deliverability-report", d.Deliverability.RequestReportHandler)
 	key.get("/api/emails/{emailId}/deliverability-report", d.Deliverability.GetReportHandler)
+	key.post("/api/emails/{emailId}/link-check", d.LinkCheck.RequestHandler)
+	key.get("/api/emails/{emailId}/link-check", d.LinkCheck.GetHandler)
 
 	if d.Web != nil {
 		dashboard(r, d)

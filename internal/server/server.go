@@ -35,6 +35,7 @@ import (
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/limit"
+	"github.com/catchbox/catchbox/internal/linkcheck"
 	"github.com/catchbox/catchbox/internal/mailauth"
 	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/notify"
@@ -87,6 +88,8 @@ type Service struct {
 	Jobs *jobs.Queue
 	// Deliverability makes deliverability reports and spam scores.
 	Deliverability *deliverability.Service
+	// LinkCheck checks the links and images of received emails.
+	LinkCheck *linkcheck.Service
 
 	// Limits are the HTTP request limits; a test may set their clock.
 	Limits *httpapi.Limits
@@ -335,6 +338,8 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		MailDomain: s.Outbound.Routes.Domain()}
 	s.Jobs.Register(outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{})
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
+	s.LinkCheck = linkcheck.New(linkcheck.NewChecker(linkcheck.CheckerConfig{AllowPrivate: cfg.AllowPrivate()}),
+		db, s.Jobs, s.Searcher, s.Tenants)
 	s.Webhooks = newWebhooks(cfg, db, s.Jobs, s.Tenants, key, s.Notifier)
 	s.Ingester.OnIngest(inbox.WebhookHook(s.Webhooks))
 	s.SMS.Service.Webhooks, s.Outbound.Store.Webhooks, s.Deliverability.Webhooks = s.Webhooks, s.Webhooks, s.Webhooks
@@ -360,6 +365,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		Outbound:     s.Outbound,
 
 		Deliverability: s.Deliverability,
+		LinkCheck:      s.LinkCheck,
 		Webhooks:       s.Webhooks,
 
 		AccessLog: cfg.AccessLog,
@@ -414,6 +420,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		{Name: "jobs", Run: s.runJobs},
 		s.every("outbound-content-expiry", s.Outbound.Store.ExpireJob),
 		s.every("deliverability-prune", s.Deliverability.Prune),
+		s.every("link-check-prune", s.LinkCheck.Prune),
 		s.every("session-reaper", store.ReapJob(db, "Deleted ended sessions", tenant.ReapSessions)),
 		s.every("webhook-prune", s.Webhooks.Prune),
 		s.every("device-expiry", s.TOTP.AnnounceExpired),
