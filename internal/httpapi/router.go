@@ -19,6 +19,7 @@ import (
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/limit"
+	"github.com/catchbox/catchbox/internal/linkcheck"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/sms"
@@ -45,6 +46,8 @@ type Deps struct {
 	Deliverability *deliverability.Service
 	// HTMLCheck answers the email's HTML client support check.
 	HTMLCheck *htmlcheck.Service
+	// LinkCheck serves the link checks of emails.
+	LinkCheck *linkcheck.Service
 	// Sessions are the dashboard's signed-in users; nil: API keys only.
 	Sessions *tenant.Sessions
 	// Web is the dashboard; nil: no pages.
@@ -165,6 +168,8 @@ func routes(r chi.Router, d Deps) {
 	key.post("/api/emails/{emailId}/deliverability-report", d.Deliverability.RequestReportHandler)
 	key.get("/api/emails/{emailId}/deliverability-report", d.Deliverability.GetReportHandler)
 	key.get("/api/emails/{emailId}/html-check", d.HTMLCheck.CheckHandler)
+	key.post("/api/emails/{emailId}/link-check", d.LinkCheck.RequestHandler)
+	key.get("/api/emails/{emailId}/link-check", d.LinkCheck.GetHandler)
 
 	if d.Web != nil {
 		dashboard(r, d)

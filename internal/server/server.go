@@ -36,6 +36,7 @@ import (
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/limit"
+	"github.com/catchbox/catchbox/internal/linkcheck"
 	"github.com/catchbox/catchbox/internal/mailauth"
 	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/notify"
@@ -91,6 +92,8 @@ type Service struct {
 	// HTMLCheck tells which email clients lack the features an email's HTML
 	// uses.
 	HTMLCheck *htmlcheck.Service
+	// LinkCheck checks the links and images of received emails.
+	LinkCheck *linkcheck.Service
 
 	// Limits are the HTTP request limits; a test may set their clock.
 	Limits *httpapi.Limits
@@ -340,6 +343,8 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Jobs.Register(outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{})
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
 	s.HTMLCheck = htmlcheck.NewService(s.Searcher, s.Tenants)
+	s.LinkCheck = linkcheck.New(linkcheck.NewChecker(linkcheck.CheckerConfig{AllowPrivate: cfg.AllowPrivate()}),
+		db, s.Jobs, s.Searcher, s.Tenants)
 	s.Webhooks = newWebhooks(cfg, db, s.Jobs, s.Tenants, key, s.Notifier)
 	s.Ingester.OnIngest(inbox.WebhookHook(s.Webhooks))
 	s.SMS.Service.Webhooks, s.Outbound.Store.Webhooks, s.Deliverability.Webhooks = s.Webhooks, s.Webhooks, s.Webhooks
@@ -366,6 +371,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 
 		Deliverability: s.Deliverability,
 		HTMLCheck:      s.HTMLCheck,
+		LinkCheck:      s.LinkCheck,
 		Webhooks:       s.Webhooks,
 
 		AccessLog: cfg.AccessLog,
@@ -420,6 +426,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		{Name: "jobs", Run: s.runJobs},
 		s.every("outbound-content-expiry", s.Outbound.Store.ExpireJob),
 		s.every("deliverability-prune", s.Deliverability.Prune),
+		s.every("link-check-prune", s.LinkCheck.Prune),
 		s.every("session-reaper", store.ReapJob(db, "Deleted ended sessions", tenant.ReapSessions)),
 		s.every("webhook-prune", s.Webhooks.Prune),
 		s.every("device-expiry", s.TOTP.AnnounceExpired),
