@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/catchbox/catchbox/internal/chaos"
 	"github.com/catchbox/catchbox/internal/deliverability"
 	"github.com/catchbox/catchbox/internal/htmlcheck"
 	"github.com/catchbox/catchbox/internal/httpx"
@@ -65,6 +66,8 @@ type Deps struct {
 	Ready func(context.Context) error
 
 	Webhooks *webhook.Service
+	// Chaos holds the namespaces' SMTP fault rules.
+	Chaos *chaos.Service
 }
 
 // NewRouter returns the HTTP handler of the whole API: the middleware every
@@ -123,6 +126,9 @@ func routes(r chi.Router, d Deps) {
 	key.get("/api/namespaces", d.Tenants.ListNamespacesHandler)
 	key.post("/api/namespace/{namespace}/settings", d.Tenants.UpsertSettingsHandler)
 	key.get("/api/smtp/{namespace}", d.Tenants.SMTPSettingsHandler(d.SMTPEndpoint, d.MailboxPorts))
+	key.put("/api/namespace/{namespace}/chaos", d.Chaos.SetRulesHandler)
+	key.get("/api/namespace/{namespace}/chaos", d.Chaos.GetRulesHandler)
+	key.delete("/api/namespace/{namespace}/chaos", d.Chaos.ClearRulesHandler)
 
 	key.get("/api/emails/{namespace}/inbox", d.Inbox.SearchInboxHandler)
 	key.delete("/api/emails/{namespace}/inbox", d.Inbox.ClearInboxHandler)
@@ -253,6 +259,7 @@ func (g group) get(path string, h httpx.Handler)    { g.r.Method(http.MethodGet,
 func (g group) post(path string, h httpx.Handler)   { g.r.Method(http.MethodPost, path, h) }
 func (g group) delete(path string, h httpx.Handler) { g.r.Method(http.MethodDelete, path, h) }
 func (g group) patch(path string, h httpx.Handler)  { g.r.Method(http.MethodPatch, path, h) }
+func (g group) put(path string, h httpx.Handler)    { g.r.Method(http.MethodPut, path, h) }
 
 // healthHandler answers GET /healthz: the process serves HTTP. It does not ask
 // the store, so a load balancer does not take every replica out at once while

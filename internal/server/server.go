@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/catchbox/catchbox/internal/chaos"
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/deliverability"
 	"github.com/catchbox/catchbox/internal/htmlcheck"
@@ -108,6 +109,10 @@ type Service struct {
 	Web *web.Dashboard
 	// Webhooks are the organisations' webhook endpoints and their deliveries.
 	Webhooks *webhook.Service
+	// Chaos holds the namespaces' SMTP fault rules; ChaosTable is this
+	// process's copy of them, which the SMTP listener applies.
+	Chaos      *chaos.Service
+	ChaosTable *chaos.Table
 
 	// SMTP serves the listeners Serve is given.
 	SMTP *smtpd.Server
@@ -349,6 +354,11 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Ingester.OnIngest(inbox.WebhookHook(s.Webhooks))
 	s.SMS.Service.Webhooks, s.Outbound.Store.Webhooks, s.Deliverability.Webhooks = s.Webhooks, s.Webhooks, s.Webhooks
 	s.TOTP.Webhooks = s.Webhooks
+	s.ChaosTable = chaos.NewTable(db)
+	if err := s.ChaosTable.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	s.Chaos = chaos.NewService(db, s.Tenants, s.Notifier, s.ChaosTable)
 	s.Sessions = tenant.NewSessions(s.Tenants, strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"))
 	s.Sessions.ClientAddr = s.Limits.ClientKey
 	s.Web, err = web.New(web.Dashboard{Tenants: s.Tenants, Sessions: s.Sessions, Inbox: s.Inbox, SMS: s.SMS, TOTP: s.TOTP,
@@ -373,6 +383,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		HTMLCheck:      s.HTMLCheck,
 		LinkCheck:      s.LinkCheck,
 		Webhooks:       s.Webhooks,
+		Chaos:          s.Chaos,
 
 		AccessLog: cfg.AccessLog,
 		Drain:     s.drain,
@@ -431,6 +442,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		s.every("webhook-prune", s.Webhooks.Prune),
 		s.every("device-expiry", s.TOTP.AnnounceExpired),
 		{Name: "webhook-watch", Run: s.Webhooks.Watch},
+		{Name: "chaos-watch", Run: func(ctx context.Context) error { return s.ChaosTable.Watch(ctx, s.Notifier) }},
 	}
 	if db.Dialect == store.Postgres {
 		// The sign-in throttles' shared buckets (tenant.Sessions); on SQLite
