@@ -71,12 +71,8 @@ func (s *Searcher) Envelope(ctx context.Context, emailID string) (Envelope, time
 // The document is read and written whole under the row's lock, so a
 // concurrent change of another field is not lost.
 func SetSpamScore(ctx context.Context, tx *store.Tx, emailID string, score float64) error {
-	q := "SELECT doc FROM emails WHERE id = ?"
-	if tx.Dialect() == store.Postgres {
-		q += " FOR UPDATE"
-	}
 	var doc string
-	err := tx.QueryRow(ctx, q, emailID).Scan(&doc)
+	err := tx.QueryRow(ctx, "SELECT doc FROM emails WHERE id = ?"+tx.ForUpdate(), emailID).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
@@ -180,7 +179,7 @@ func putBlobs(ctx context.Context, tx *store.Tx, blobs map[string]*blob) error {
 			if err != nil {
 				return fmt.Errorf("insert blob: %w", err)
 			}
-			if n, _ := res.RowsAffected(); n == 1 || tx.Dialect() != store.Postgres {
+			if n, _ := res.RowsAffected(); n == 1 || !tx.ConcurrentWriters() {
 				break // SQLite has one writer: a blob that exists stays until we commit
 			}
 			var got string
@@ -198,10 +197,6 @@ func putBlobs(ctx context.Context, tx *store.Tx, blobs map[string]*blob) error {
 
 // inChunk bounds the number of values bound in one IN (...) list.
 const inChunk = 500
-
-func placeholders(n int) string {
-	return "(" + strings.TrimSuffix(strings.Repeat("?,", n), ",") + ")"
-}
 
 func eachChunk[T any](values []T, fn func([]any) error) error {
 	for len(values) > 0 {

@@ -626,7 +626,7 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 	var through, want int64
 	// The highest seq ever given (AUTOINCREMENT's), not the highest stored:
 	// the newest emails may have been deleted.
-	err = tx.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'emails'), `+liveCount(store.SQLite),
+	err = tx.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'emails'), `+liveCount(tx),
 		nsID, nowMs, nsID).Scan(&through, &want)
 	if err != nil {
 		return columns{}, false, fmt.Errorf("size of namespace: %w", err)
@@ -796,7 +796,7 @@ func (s *Searcher) searchColumns(ctx context.Context, q Query) (res Result, ok b
 		for i, seq := range page {
 			args[i] = seq
 		}
-		rows, err := tx.Query(ctx, "SELECT e.seq, "+emailCols+" FROM emails e"+rawJoin+" WHERE e.seq IN "+placeholders(len(page)), args...)
+		rows, err := tx.Query(ctx, "SELECT e.seq, "+emailCols+" FROM emails e"+rawJoin+" WHERE e.seq IN "+store.Placeholders(len(page)), args...)
 		if err != nil {
 			return fmt.Errorf("search emails: %w", err)
 		}
@@ -854,7 +854,7 @@ func recipientPage(ctx context.Context, tx *store.Tx, q Query, c *columns, rows 
 		seqs = seqs[:0]
 		err = eachChunk(emails, func(part []any) error {
 			found, err := selectColumn[int64](ctx, tx, "SELECT DISTINCT r.email_seq FROM email_recipients r INDEXED BY email_recipients_email WHERE r.email_seq IN "+
-				placeholders(len(part))+" AND "+cond, append(part, args...)...)
+				store.Placeholders(len(part))+" AND "+cond, append(part, args...)...)
 			seqs = append(seqs, found...)
 			return err
 		})
@@ -879,8 +879,10 @@ func recipientPage(ctx context.Context, tx *store.Tx, q Query, c *columns, rows 
 }
 
 // columnSearchable reports whether the copies in memory can answer q: a
-// substring filter on SQLite (with to_addr_prefix, the copy's matches are
-// checked against the recipients' index).
+// substring filter on a store this process owns alone (SQLite: a copy is
+// kept up to date with every write, which a shared store's other replicas
+// would not tell it of; with to_addr_prefix, the copy's matches are checked
+// against the recipients' index).
 func (s *Searcher) columnSearchable(q Query) bool {
-	return s.cols != nil && s.db.Dialect == store.SQLite && (q.SubjectIncludes != "" || q.FromAddrIncludes != "")
+	return s.cols != nil && !s.db.Shared() && (q.SubjectIncludes != "" || q.FromAddrIncludes != "")
 }

@@ -19,8 +19,8 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	in := placeholders(len(ids))
-	if tx.Dialect() == store.Postgres {
+	in := store.Placeholders(len(ids))
+	if tx.ConcurrentWriters() {
 		// Lock the emails first, in a fixed order: a transaction deleting the
 		// same emails at once (the reaper and an IMAP EXPUNGE, say) waits here,
 		// then finds them gone and leaves them, instead of taking them off the
@@ -32,7 +32,7 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 		if len(ids) == 0 {
 			return nil
 		}
-		in = placeholders(len(ids))
+		in = store.Placeholders(len(ids))
 	}
 	hashes, err := selectColumn[string](ctx, tx, "SELECT DISTINCT blob_hash FROM attachments WHERE email_id IN "+in+" AND blob_hash IS NOT NULL", ids...)
 	if err != nil {
@@ -46,19 +46,19 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 	if err := subtractCounts(ctx, tx, seqs); err != nil {
 		return err
 	}
-	if tx.Dialect() == store.Postgres {
+	if tx.ConcurrentWriters() {
 		// Lock what may become unreferenced, in a fixed order, so that two
 		// transactions deleting emails that share a blob or a raw source (one
 		// delivery to several namespaces) see each other's deletions instead of
 		// each keeping it for the other.
 		if err := eachChunk(hashes, func(part []any) error {
-			_, err := tx.Exec(ctx, "SELECT hash FROM blobs WHERE hash IN "+placeholders(len(part))+" ORDER BY hash FOR UPDATE", part...)
+			_, err := tx.Exec(ctx, "SELECT hash FROM blobs WHERE hash IN "+store.Placeholders(len(part))+" ORDER BY hash FOR UPDATE", part...)
 			return err
 		}); err != nil {
 			return fmt.Errorf("lock blobs of deleted emails: %w", err)
 		}
 		if err := eachChunk(rawIDs, func(part []any) error {
-			_, err := tx.Exec(ctx, "SELECT id FROM raw_sources WHERE id IN "+placeholders(len(part))+" ORDER BY id FOR UPDATE", part...)
+			_, err := tx.Exec(ctx, "SELECT id FROM raw_sources WHERE id IN "+store.Placeholders(len(part))+" ORDER BY id FOR UPDATE", part...)
 			return err
 		}); err != nil {
 			return fmt.Errorf("lock raw sources of deleted emails: %w", err)
@@ -78,7 +78,7 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 		}
 	}
 	err = eachChunk(rawIDs, func(part []any) error {
-		_, err := tx.Exec(ctx, "DELETE FROM raw_sources WHERE id IN "+placeholders(len(part))+
+		_, err := tx.Exec(ctx, "DELETE FROM raw_sources WHERE id IN "+store.Placeholders(len(part))+
 			" AND NOT EXISTS (SELECT 1 FROM emails e WHERE e.raw_id = raw_sources.id)", part...)
 		return err
 	})
@@ -86,7 +86,7 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 		return fmt.Errorf("delete raw sources: %w", err)
 	}
 	err = eachChunk(hashes, func(part []any) error {
-		_, err := tx.Exec(ctx, "DELETE FROM blobs WHERE hash IN "+placeholders(len(part))+
+		_, err := tx.Exec(ctx, "DELETE FROM blobs WHERE hash IN "+store.Placeholders(len(part))+
 			" AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.blob_hash = blobs.hash)", part...)
 		return err
 	})
@@ -137,7 +137,7 @@ func addCounts(ctx context.Context, tx *store.Tx, shard int, added map[string]in
 
 // subtractCounts takes the emails about to be deleted off their namespaces' counts.
 func subtractCounts(ctx context.Context, tx *store.Tx, seqs []any) error {
-	rows, err := tx.Query(ctx, "SELECT namespace_id, COUNT(*) FROM emails WHERE seq IN "+placeholders(len(seqs))+" GROUP BY namespace_id", seqs...)
+	rows, err := tx.Query(ctx, "SELECT namespace_id, COUNT(*) FROM emails WHERE seq IN "+store.Placeholders(len(seqs))+" GROUP BY namespace_id", seqs...)
 	if err != nil {
 		return fmt.Errorf("count deleted emails: %w", err)
 	}
@@ -196,7 +196,7 @@ func enforceQuotas(ctx context.Context, tx *store.Tx, nsIDs []string, nowMs int6
 	for i, id := range nsIDs {
 		args[i] = id
 	}
-	rows, err := tx.Query(ctx, "SELECT id, quota_limit FROM namespaces WHERE id IN "+placeholders(len(args))+" AND quota_limit IS NOT NULL ORDER BY id", args...)
+	rows, err := tx.Query(ctx, "SELECT id, quota_limit FROM namespaces WHERE id IN "+store.Placeholders(len(args))+" AND quota_limit IS NOT NULL ORDER BY id", args...)
 	if err != nil {
 		return fmt.Errorf("read quotas: %w", err)
 	}
@@ -231,7 +231,7 @@ func enforceQuotas(ctx context.Context, tx *store.Tx, nsIDs []string, nowMs int6
 		sort.Slice(quotas, func(i, j int) bool { return quotas[i].nsID < quotas[j].nsID })
 	}
 	for _, q := range quotas {
-		if tx.Dialect() == store.Postgres {
+		if tx.ConcurrentWriters() {
 			var limit *int64
 			if err := tx.QueryRow(ctx, "SELECT quota_limit FROM namespaces WHERE id = ? FOR NO KEY UPDATE", q.nsID).Scan(&limit); err != nil {
 				return fmt.Errorf("lock namespace for its quota: %w", err)

@@ -159,7 +159,7 @@ func NewIngester(db *store.DB, n notify.Notifier) *Ingester {
 		maxBatchBytes: 64 << 20,
 	}
 	writers := 1
-	if db.Dialect == store.Postgres {
+	if db.ConcurrentWriters() {
 		writers = 4
 	}
 	for i := 0; i < writers; i++ {
@@ -355,7 +355,7 @@ func (in *Ingester) writeLoop(shard int) {
 		switch {
 		case err != nil:
 			in.answer(batch, err)
-		case in.db.Dialect == store.SQLite:
+		case in.db.CommitsNeedSync():
 			in.db.StartWriteback()
 			unsynced = batch
 		default:
@@ -452,7 +452,7 @@ func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) (stored 
 		}
 	}()
 	ctx := context.Background()
-	if in.db.Dialect == store.Postgres {
+	if in.db.Shared() {
 		// A statement that waits on the network or a lock ends here. On
 		// SQLite the single writer waits on nothing but its busy timeout, and
 		// a context that can end would cost every statement a goroutine: the

@@ -97,7 +97,7 @@ func (s *Searcher) CheckMailbox(ctx context.Context, namespaceID string, now tim
 	var c MailboxCheck
 	var validity, next int64
 	err := s.db.QueryRow(ctx, `SELECT m.uid_validity, m.uid_next, m.modseq,
-		(SELECT COUNT(*) FROM mailbox_messages WHERE namespace_id = m.namespace_id), `+liveCount(s.db.Dialect)+`
+		(SELECT COUNT(*) FROM mailbox_messages WHERE namespace_id = m.namespace_id), `+liveCount(s.db)+`
 		FROM mailboxes m WHERE m.namespace_id = ?`, namespaceID, now.UnixMilli(), namespaceID, namespaceID).
 		Scan(&validity, &next, &c.Modseq, &c.Rows, &c.Live)
 	if err != nil {
@@ -114,12 +114,8 @@ func (s *Searcher) CheckMailbox(ctx context.Context, namespaceID string, now tim
 func (s *Searcher) AssignUIDs(ctx context.Context, namespaceID string) (int, error) {
 	var n int
 	err := s.db.InTx(ctx, func(tx *store.Tx) error {
-		lock := ""
-		if tx.Dialect() == store.Postgres {
-			lock = " FOR UPDATE"
-		}
 		var next int64
-		if err := tx.QueryRow(ctx, "SELECT uid_next FROM mailboxes WHERE namespace_id = ?"+lock, namespaceID).Scan(&next); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT uid_next FROM mailboxes WHERE namespace_id = ?"+tx.ForUpdate(), namespaceID).Scan(&next); err != nil {
 			return fmt.Errorf("lock mailbox: %w", err)
 		}
 		seqs, err := selectColumn[int64](ctx, tx, `SELECT e.seq FROM emails e WHERE e.namespace_id = ? AND e.expires_ms > ?
@@ -264,7 +260,7 @@ func (s *Searcher) StoreFlags(ctx context.Context, namespaceID string, uids []ui
 		}
 		return eachChunk(uids, func(part []any) error {
 			args := append([]any{int(flags), modseq, namespaceID}, part...)
-			_, err := tx.Exec(ctx, "UPDATE mailbox_messages SET "+set+", modseq = ? WHERE namespace_id = ? AND uid IN "+placeholders(len(part)), args...)
+			_, err := tx.Exec(ctx, "UPDATE mailbox_messages SET "+set+", modseq = ? WHERE namespace_id = ? AND uid IN "+store.Placeholders(len(part)), args...)
 			if err != nil {
 				return fmt.Errorf("store flags: %w", err)
 			}

@@ -36,7 +36,7 @@ func (s *Searcher) DeleteEmails(ctx context.Context, namespaceID string, ids []s
 	total := 0
 	err := eachChunk(ids, func(part []any) error {
 		return s.db.InTx(ctx, func(tx *store.Tx) error {
-			q, args := "SELECT seq, id FROM emails WHERE id IN "+placeholders(len(part)), part
+			q, args := "SELECT seq, id FROM emails WHERE id IN "+store.Placeholders(len(part)), part
 			if namespaceID != "" {
 				q, args = q+" AND namespace_id = ?", append(part, namespaceID)
 			}

@@ -74,23 +74,19 @@ func (s *Searcher) SetClock(now func() time.Time) { s.now = now }
 
 // where builds the shared WHERE clause of the page and count queries.
 //
-// With p.drive set (SQLite only), the namespace and expiry terms are written so
-// that SQLite cannot use an index for them (a unary +): the plan then starts from
+// With p.drive set, the namespace and expiry terms are written so that SQLite
+// cannot use an index for them (store.Unindexed): the plan then starts from
 // the to_addr_prefix subquery and fetches the few matching rows by seq, instead
 // of walking every index entry of the namespace and probing the subquery for
 // each.
 func (s *Searcher) where(q Query, p searchPlan) (string, []any) {
-	drive := p.drive
 	now := s.now().UnixMilli()
-	conds := []string{"e.namespace_id = ?", "e.expires_ms > ?"}
-	switch {
-	case drive:
-		conds = []string{"+e.namespace_id = ?", "+e.expires_ms > ?"}
-	case s.db.Dialect == store.SQLite:
-		// The expiry is checked on emails_ns_time's entries, never sought through
-		// emails_expiry: that index would return rows unordered and SQLite would
-		// sort the whole namespace for one page.
-		conds = []string{"e.namespace_id = ?", "+e.expires_ms > ?"}
+	// The expiry is checked on emails_ns_time's entries, never sought through
+	// emails_expiry: that index would return rows unordered and SQLite would
+	// sort the whole namespace for one page.
+	conds := []string{"e.namespace_id = ?", s.db.Unindexed("e.expires_ms") + " > ?"}
+	if p.drive {
+		conds[0] = s.db.Unindexed("e.namespace_id") + " = ?"
 	}
 	args := []any{q.NamespaceID, now}
 	if q.FromTimestamp != nil {
@@ -135,15 +131,11 @@ func recipientRange(q Query) (string, []any) {
 // substring searches from the namespace's copy in memory (columns.go), row by
 // row, with the copy's folding.
 func (s *Searcher) substring(column, needle string) (string, []any) {
-	lower := store.Fold(needle)
-	if s.db.Dialect == store.Postgres {
-		like := "%" + store.EscapeLike(lower) + "%"
-		if column == "subject" {
-			return `lower(e.subject) LIKE ? ESCAPE '\'`, []any{like}
-		}
-		return `e.from_addr LIKE ? ESCAPE '\'`, []any{like}
+	indexed := "e." + column // from_addr is stored in lower case
+	if column == "subject" {
+		indexed = "lower(e.subject)"
 	}
-	return "instr(fold(e." + column + "), ?) > 0", []any{lower}
+	return s.db.Contains("e."+column, indexed, needle)
 }
 
 // unfiltered reports whether q selects the whole namespace.
@@ -157,11 +149,11 @@ type searchPlan struct {
 	drive bool // start from the to_addr_prefix subquery, not the namespace's rows
 }
 
-// plan decides, on SQLite, how the search finds its rows: a to_addr_prefix
-// subquery is bounded by the namespace, so it always leads. SQLite has no
-// statistics for these shapes; PostgreSQL plans from its own.
+// plan decides how the search finds its rows: a to_addr_prefix subquery is
+// bounded by the namespace, so it always leads. SQLite has no statistics for
+// these shapes and is told (store.Unindexed); PostgreSQL plans from its own.
 func (s *Searcher) plan(q Query) searchPlan {
-	return searchPlan{drive: s.db.Dialect == store.SQLite && q.ToAddrPrefix != ""}
+	return searchPlan{drive: q.ToAddrPrefix != ""}
 }
 
 // Search returns one page of matching emails, newest first, and the total count.
@@ -182,7 +174,7 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 	// deleted yet are taken off; the reaper's emails_expiry index holds them at
 	// its start, so they are found without a walk of the namespace.
 	var res Result
-	err := s.db.QueryRow(ctx, "SELECT "+liveCount(s.db.Dialect), q.NamespaceID, s.now().UnixMilli(), q.NamespaceID).Scan(&res.Total)
+	err := s.db.QueryRow(ctx, "SELECT "+liveCount(s.db), q.NamespaceID, s.now().UnixMilli(), q.NamespaceID).Scan(&res.Total)
 	if err != nil {
 		return Result{}, fmt.Errorf("count emails: %w", err)
 	}
@@ -210,13 +202,11 @@ func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
 // liveCount is the SQL expression for a namespace's unexpired emails, with the
 // arguments namespace, now (ms), namespace: namespace_counts less the expired
 // emails the reaper has not deleted yet.
-func liveCount(d store.Dialect) string {
-	nsTerm := "namespace_id = ?"
-	if d == store.SQLite {
-		nsTerm = "+namespace_id = ?" // seek the expiry index, never walk the namespace
-	}
+// The namespace term is unindexed: SQLite seeks the expiry index and never
+// walks the namespace.
+func liveCount(db interface{ Unindexed(string) string }) string {
 	return `(SELECT COALESCE(SUM(emails), 0) FROM namespace_counts WHERE namespace_id = ?)
-		- (SELECT COUNT(*) FROM emails WHERE expires_ms <= ? AND ` + nsTerm + `)`
+		- (SELECT COUNT(*) FROM emails WHERE expires_ms <= ? AND ` + db.Unindexed("namespace_id") + ` = ?)`
 }
 
 // searchFiltered finds a filtered search's matches once: their keys are

@@ -228,7 +228,7 @@ func New(db *store.DB, notifier notify.Notifier, opts Options) *Queue {
 		notifier: notifier,
 		opts:     opts.withDefaults(),
 		owner:    hex.EncodeToString(b[:]),
-		sql:      newQueries(db.Dialect),
+		sql:      newQueries(db.ForUpdateSkipLocked()),
 		kinds:    map[string]*kind{},
 		active:   map[int64]*Job{},
 	}

@@ -370,31 +370,21 @@ func earliest(a, b time.Time) time.Time {
 // earlier, and the worker's Finish is refused (ErrLeaseLost) rather than
 // committed. The outcome of an attempt is always recorded durably (InTx).
 func (q *Queue) inLeaseTx(ctx context.Context, fn func(*store.Tx) error) error {
-	return q.db.InTxUnsynced(ctx, func(tx *store.Tx) error {
-		if tx.Dialect() == store.Postgres {
-			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-				return err
-			}
-		}
-		return fn(tx)
-	})
+	return q.db.InTxNotDurable(ctx, fn)
 }
 
-// queries holds the two statements whose text depends on the dialect.
+// queries holds the two statements whose text depends on the store's locking.
 type queries struct {
 	claim, takeOver string
 }
 
-// newQueries writes the claim and take-over statements for the dialect. They
-// pick their rows in a MATERIALIZED common table expression, evaluated once,
-// so a LIMIT is never applied twice over. On PostgreSQL that selection locks
-// the rows it picks and skips those another replica has locked (FOR UPDATE
-// SKIP LOCKED); on SQLite the single writer holds the whole database already.
-func newQueries(d store.Dialect) queries {
-	lock := ""
-	if d == store.Postgres {
-		lock = " FOR UPDATE SKIP LOCKED"
-	}
+// newQueries writes the claim and take-over statements with lock, the store's
+// ForUpdateSkipLocked. They pick their rows in a MATERIALIZED common table
+// expression, evaluated once, so a LIMIT is never applied twice over. On
+// PostgreSQL that selection locks the rows it picks and skips those another
+// replica has locked (FOR UPDATE SKIP LOCKED); on SQLite the single writer
+// holds the whole database already.
+func newQueries(lock string) queries {
 	return queries{
 		claim: `WITH due AS MATERIALIZED (
 			SELECT id AS due_id FROM jobs WHERE kind = ? AND state = 'pending' AND run_at <= ?

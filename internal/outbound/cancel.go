@@ -28,12 +28,8 @@ var ErrNotCancellable = errors.New("no recipient of the outbound email can be ca
 // cancelled status as it is (a final status is not left).
 func (s *Store) Cancel(ctx context.Context, orgID, id string) (Detail, error) {
 	err := s.db.InTx(ctx, func(tx *store.Tx) error {
-		lock := ""
-		if tx.Dialect() == store.Postgres {
-			lock = " FOR UPDATE"
-		}
 		var found string
-		err := tx.QueryRow(ctx, "SELECT id FROM outbound_emails WHERE id = ? AND org_id = ?"+lock, id, orgID).Scan(&found)
+		err := tx.QueryRow(ctx, "SELECT id FROM outbound_emails WHERE id = ? AND org_id = ?"+tx.ForUpdate(), id, orgID).Scan(&found)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}

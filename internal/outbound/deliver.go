@@ -338,11 +338,8 @@ func (d *Deliverer) record(ctx context.Context, tx *store.Tx, e Detail, a *attem
 		// The email's row is locked first, as RecordEvent and Cancel lock it:
 		// a cancel commits before this reads the recipients, or after the
 		// deliveries are recorded.
-		if tx.Dialect() == store.Postgres {
-			var id string
-			if err := tx.QueryRow(ctx, "SELECT id FROM outbound_emails WHERE id = ? FOR UPDATE", e.ID).Scan(&id); err != nil {
-				return fmt.Errorf("lock outbound email %s: %w", e.ID, err)
-			}
+		if err := tx.LockRow(ctx, "SELECT id FROM outbound_emails WHERE id = ?", e.ID); err != nil {
+			return fmt.Errorf("lock outbound email %s: %w", e.ID, err)
 		}
 		current, err := recipients(ctx, tx, e.ID)
 		if err != nil {

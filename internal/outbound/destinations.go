@@ -129,11 +129,7 @@ func (s *Store) AddVerifiedDestination(ctx context.Context, orgID, addr string) 
 // are not both counted against the same last slot of the hour. SQLite has one
 // writer.
 func lockOrg(ctx context.Context, tx *store.Tx, orgID string) error {
-	if tx.Dialect() != store.Postgres {
-		return nil
-	}
-	var id string
-	if err := tx.QueryRow(ctx, "SELECT id FROM orgs WHERE id = ? FOR UPDATE", orgID).Scan(&id); err != nil {
+	if err := tx.LockRow(ctx, "SELECT id FROM orgs WHERE id = ?", orgID); err != nil {
 		return fmt.Errorf("lock organisation %s: %w", orgID, err)
 	}
 	return nil

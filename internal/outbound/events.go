@@ -224,11 +224,7 @@ func (s *Store) RecordEvent(ctx context.Context, tx *store.Tx, emailID string, e
 	if ev.OccurredAt.IsZero() {
 		at = now
 	}
-	lock := ""
-	if tx.Dialect() == store.Postgres {
-		lock = " FOR UPDATE"
-	}
-	e, err := scanEmail(tx.QueryRow(ctx, "SELECT "+emailColumns+" FROM outbound_emails WHERE id = ?"+lock, emailID))
+	e, err := scanEmail(tx.QueryRow(ctx, "SELECT "+emailColumns+" FROM outbound_emails WHERE id = ?"+tx.ForUpdate(), emailID))
 	if err != nil {
 		return Event{}, fmt.Errorf("record outbound event of %s: %w", emailID, err)
 	}

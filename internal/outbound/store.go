@@ -325,7 +325,7 @@ func recipients(ctx context.Context, q querier, ids ...string) (map[string][]Rec
 		args[i] = id
 	}
 	rows, err := q.Query(ctx, "SELECT "+recipientColumns+" FROM outbound_recipients WHERE outbound_email_id IN "+
-		placeholders(len(ids))+" ORDER BY outbound_email_id, position", args...)
+		store.Placeholders(len(ids))+" ORDER BY outbound_email_id, position", args...)
 	if err != nil {
 		return nil, fmt.Errorf("read outbound recipients: %w", err)
 	}
@@ -341,10 +341,6 @@ func recipients(ctx context.Context, q querier, ids ...string) (map[string][]Rec
 		return nil, fmt.Errorf("read outbound recipients: %w", err)
 	}
 	return out, nil
-}
-
-func placeholders(n int) string {
-	return "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
 }
 
 // Get returns the email with the id in the organisation's detail form, or

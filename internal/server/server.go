@@ -268,7 +268,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	if err != nil {
 		return nil, err
 	}
-	if db.Dialect == store.Postgres && cfg.SecretKey == "" {
+	if db.Shared() && cfg.SecretKey == "" {
 		slog.Warn("CATCHBOX_SECRET_KEY is not set: with several replicas, links signed by one replica fail on another; set the same key on every replica")
 	}
 	var tlsConfig *tls.Config
@@ -300,7 +300,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	// From here on goroutines run: Close stops them.
 	s.Notifier = notify.NewHub()
 	var degraded func() bool
-	if db.Dialect == store.Postgres {
+	if db.Shared() {
 		life, stop := context.WithCancel(context.WithoutCancel(ctx))
 		pg := notify.NewPostgres(life, db.URL)
 		s.Notifier, degraded = pg, func() bool { return !pg.Healthy() }
@@ -444,7 +444,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		{Name: "webhook-watch", Run: s.Webhooks.Watch},
 		{Name: "chaos-watch", Run: func(ctx context.Context) error { return s.ChaosTable.Watch(ctx, s.Notifier) }},
 	}
-	if db.Dialect == store.Postgres {
+	if db.Shared() {
 		// The sign-in throttles' shared buckets (tenant.Sessions); on SQLite
 		// they live in the process.
 		s.Workers = append(s.Workers, s.every("throttle-reaper", store.ReapJob(db, "Deleted full throttle buckets", limit.ReapShared)))

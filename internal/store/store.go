@@ -1,6 +1,10 @@
 // Package store opens the database (SQLite in the data directory, or PostgreSQL),
 // runs the append-only migrations, and hides the few dialect differences behind one
-// small API so that every domain package writes its SQL once.
+// small API so that every domain package writes its SQL once: row locks
+// (Tx.ForUpdate, Tx.LockRow), IN lists (Placeholders), substring conditions and
+// planner hints, and what the store is (Shared, ConcurrentWriters), each named by
+// what it means (dialect.go). No package outside store branches on the dialect;
+// migrations may have a file per dialect.
 //
 // Queries use '?' placeholders; on PostgreSQL they are rewritten to $1, $2, ...
 // All times are stored as BIGINT Unix milliseconds, so comparisons are identical on
@@ -361,9 +365,6 @@ func (t *Tx) stmt(q string) *sql.Stmt {
 	}
 	return t.db.writerStmt(q)
 }
-
-// Dialect of the transaction's store.
-func (t *Tx) Dialect() Dialect { return t.db.Dialect }
 
 // Exec runs a statement in the transaction.
 func (t *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {

@@ -127,7 +127,7 @@ func NewSessions(s *Service, secure bool) *Sessions {
 		CrossOrigin: http.NewCrossOriginProtection(),
 		ClientAddr:  func(r *http.Request) string { return r.RemoteAddr },
 	}
-	if s.db.Dialect == store.Postgres {
+	if s.db.Shared() {
 		a := limit.NewShared(s.db, "signin-addr", 1/addrFailureEvery.Seconds(), addrFailures)
 		p := limit.NewShared(s.db, "signin-pair", 1/pairFailureEvery.Seconds(), pairFailures)
 		c := limit.NewShared(s.db, "signin-account", 1/accountFailureEvery.Seconds(), accountFailures)

@@ -176,10 +176,8 @@ func (s *Service) Create(ctx context.Context, orgID string, in NewDevice) (Devic
 	d.sealed = s.sealer.Seal(in.Secret, associated(orgID, d.ID))
 
 	err := s.db.InTx(ctx, func(tx *store.Tx) error {
-		q := "SELECT totp_device_limit, totp_enabled FROM orgs WHERE id = ?"
-		if tx.Dialect() == store.Postgres {
-			q += " FOR UPDATE" // the row lock serialises creates of one organisation
-		}
+		// The row lock serialises creates of one organisation.
+		q := "SELECT totp_device_limit, totp_enabled FROM orgs WHERE id = ?" + tx.ForUpdate()
 		var limit int
 		var enabled bool
 		if err := tx.QueryRow(ctx, q, orgID).Scan(&limit, &enabled); err != nil {

@@ -140,7 +140,7 @@ func (s *Service) Create(ctx context.Context, orgID string, spec Spec) (Endpoint
 		// The organisation's row is locked so that two creations cannot both
 		// pass the limit.
 		var id string
-		if err := tx.QueryRow(ctx, "SELECT id FROM orgs WHERE id = ?"+forUpdate(tx), orgID).Scan(&id); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT id FROM orgs WHERE id = ?"+tx.ForUpdate(), orgID).Scan(&id); err != nil {
 			return fmt.Errorf("lock organisation: %w", err)
 		}
 		var n int

@@ -240,7 +240,7 @@ func (s *Service) repair(ctx context.Context) error {
 		p, _ := json.Marshal(jobPayload{EndpointID: id})
 		err := s.db.InTx(ctx, func(tx *store.Tx) error {
 			var scheduled bool
-			err := tx.QueryRow(ctx, "SELECT scheduled FROM webhook_endpoints WHERE id = ?"+forUpdate(tx), id).Scan(&scheduled)
+			err := tx.QueryRow(ctx, "SELECT scheduled FROM webhook_endpoints WHERE id = ?"+tx.ForUpdate(), id).Scan(&scheduled)
 			if noRows(err) || (err == nil && !scheduled) {
 				return nil
 			}

@@ -333,15 +333,6 @@ func splitTypes(s string) []string {
 	return strings.Split(s, ",")
 }
 
-// forUpdate locks the rows a SELECT reads on PostgreSQL; SQLite's single
-// writer holds the whole database already.
-func forUpdate(tx *store.Tx) string {
-	if tx.Dialect() == store.Postgres {
-		return " FOR UPDATE"
-	}
-	return ""
-}
-
 // addMessage writes one message for the endpoint and schedules its delivery
 // job when it has none, and returns the message's id; "" when the endpoint is
 // gone or disabled. The endpoint's row is locked first, so that its messages
@@ -353,7 +344,7 @@ func (s *Service) addMessage(ctx context.Context, tx *store.Tx, endpointID, even
 	// lock and has scheduled it already (an ingest batch writes many).
 	scheduled, enabled := true, true
 	if !s.locked(tx, endpointID) {
-		err := tx.QueryRow(ctx, "SELECT scheduled, enabled FROM webhook_endpoints WHERE id = ?"+forUpdate(tx), endpointID).
+		err := tx.QueryRow(ctx, "SELECT scheduled, enabled FROM webhook_endpoints WHERE id = ?"+tx.ForUpdate(), endpointID).
 			Scan(&scheduled, &enabled)
 		if noRows(err) {
 			return "", nil
@@ -442,7 +433,7 @@ func (s *Service) schedule(ctx context.Context, tx *store.Tx, endpointID string,
 // is due, or none (the endpoint is idle, disabled or gone).
 func (s *Service) reschedule(ctx context.Context, tx *store.Tx, endpointID string) error {
 	var enabled bool
-	err := tx.QueryRow(ctx, "SELECT enabled FROM webhook_endpoints WHERE id = ?"+forUpdate(tx), endpointID).Scan(&enabled)
+	err := tx.QueryRow(ctx, "SELECT enabled FROM webhook_endpoints WHERE id = ?"+tx.ForUpdate(), endpointID).Scan(&enabled)
 	if noRows(err) {
 		return nil
 	}
@@ -470,7 +461,7 @@ func (s *Service) reschedule(ctx context.Context, tx *store.Tx, endpointID strin
 // manual redelivery, or when it is enabled again).
 func (s *Service) ensureScheduled(ctx context.Context, tx *store.Tx, endpointID string) error {
 	var scheduled bool
-	err := tx.QueryRow(ctx, "SELECT scheduled FROM webhook_endpoints WHERE id = ?"+forUpdate(tx), endpointID).Scan(&scheduled)
+	err := tx.QueryRow(ctx, "SELECT scheduled FROM webhook_endpoints WHERE id = ?"+tx.ForUpdate(), endpointID).Scan(&scheduled)
 	if err != nil {
 		return fmt.Errorf("lock webhook endpoint: %w", err)
 	}

@@ -1,0 +1,131 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/store/storetest"
+)
+
+func insertOrgs(t *testing.T, db *store.DB, names ...string) {
+	t.Helper()
+	ctx := context.Background()
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		for i, n := range names {
+			if _, err := tx.Exec(ctx, "INSERT INTO orgs (id, name, created_at, updated_at) VALUES (?, ?, 1, 1)", "o"+string(rune('a'+i)), n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func orgNames(t *testing.T, db *store.DB, where string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), "SELECT name FROM orgs WHERE "+where+" ORDER BY name", args...)
+	if err != nil {
+		t.Fatalf("query %q: %v", where, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The helpers that stand for the dialects' differences give the same answers
+// on both stores.
+func TestDialectHelpersAnswerAlike(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		insertOrgs(t, db, "Alpha", "beta", "GAMMA", "50%off", "50 off")
+		if got := orgNames(t, db, "id IN "+store.Placeholders(3), "oa", "oc", "ox"); !slices.Equal(got, []string{"Alpha", "GAMMA"}) {
+			t.Errorf("IN %s: %v", store.Placeholders(3), got)
+		}
+		for needle, want := range map[string][]string{
+			"amm": {"GAMMA"}, "AL": {"Alpha"}, "50%": {"50%off"}, "0 o": {"50 off"}, "_": nil,
+		} {
+			cond, args := db.Contains("name", "lower(name)", needle)
+			if got := orgNames(t, db, cond, args...); !slices.Equal(got, want) {
+				t.Errorf("Contains %q: %v, want %v", needle, got, want)
+			}
+		}
+		if got := orgNames(t, db, db.Unindexed("id")+" = ?", "ob"); !slices.Equal(got, []string{"beta"}) {
+			t.Errorf("Unindexed: %v", got)
+		}
+		ctx := context.Background()
+		err := db.InTxNotDurable(ctx, func(tx *store.Tx) error {
+			var name string
+			if err := tx.QueryRow(ctx, "SELECT name FROM orgs WHERE id = ?"+tx.ForUpdate(), "oa").Scan(&name); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "UPDATE orgs SET name = ? WHERE id = ?", name+"!", "oa")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := orgNames(t, db, "id = ?", "oa"); !slices.Equal(got, []string{"Alpha!"}) {
+			t.Errorf("after InTxNotDurable: %v", got)
+		}
+		if store.Placeholders(1) != "(?)" {
+			t.Errorf("Placeholders(1) = %q", store.Placeholders(1))
+		}
+	})
+}
+
+// LockRow holds the row against other writers until the transaction ends
+// where writers run at once, and reports a missing row there; SQLite's one
+// writer needs no lock.
+func TestLockRow(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		insertOrgs(t, db, "one")
+		ctx := context.Background()
+		if !db.ConcurrentWriters() {
+			err := db.InTx(ctx, func(tx *store.Tx) error { return tx.LockRow(ctx, "SELECT id FROM orgs WHERE id = ?", "none") })
+			if err != nil {
+				t.Fatalf("LockRow on SQLite: %v", err)
+			}
+			return
+		}
+		err := db.InTx(ctx, func(tx *store.Tx) error { return tx.LockRow(ctx, "SELECT id FROM orgs WHERE id = ?", "none") })
+		if !errors.Is(err, sql.ErrNoRows) {
+			t.Fatalf("LockRow of no row: %v, want sql.ErrNoRows", err)
+		}
+		err = db.InTx(ctx, func(tx *store.Tx) error {
+			if err := tx.LockRow(ctx, "SELECT id FROM orgs WHERE id = ?", "oa"); err != nil {
+				return err
+			}
+			// Another transaction cannot take the row while this one holds it.
+			wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			other := db.InTx(wctx, func(tx *store.Tx) error { return tx.LockRow(wctx, "SELECT id FROM orgs WHERE id = ?", "oa") })
+			if other == nil {
+				t.Error("a second transaction locked the row that the first holds")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Once the first has ended, the row is free.
+		if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.LockRow(ctx, "SELECT id FROM orgs WHERE id = ?", "oa") }); err != nil {
+			t.Fatalf("LockRow after the holder ended: %v", err)
+		}
+	})
+}
