@@ -224,6 +224,7 @@ func dashboard(r chi.Router, d Deps) {
 	user.post("/emails/{emailId}/delete", w.DeleteEmailHandler)
 	user.post("/emails/{emailId}/share", w.ShareHandler)
 	user.post("/emails/{emailId}/report", w.RequestReportHandler)
+	user.post("/emails/{emailId}/link-check", w.RequestLinkCheckHandler)
 	user.post("/emails/{emailId}/reply", w.ReplyHandler)
 	user.post("/emails/{emailId}/forward", w.ForwardHandler)
 

@@ -39,7 +39,9 @@ const (
 // The errors of the operations.
 var (
 	errEmailNotFound = problem.NotFoundf("email")
-	errNoCheck       = problem.Errorf(problem.NotFound, "link_check_not_found",
+	// ErrNoCheck is Get's error when no check was started for the email, or
+	// the last one expired (link_check_not_found).
+	ErrNoCheck = problem.Errorf(problem.NotFound, "link_check_not_found",
 		"no link check was run for this email (or it has expired); POST to this path to start one")
 )
 
@@ -149,7 +151,7 @@ func (s *Service) Get(ctx context.Context, p tenant.Principal, emailID string) (
 	}
 	res, err := s.checks.get(ctx, e.ID, s.Now())
 	if errors.Is(err, store.ErrNotFound) {
-		return Result{}, errNoCheck
+		return Result{}, ErrNoCheck
 	}
 	return res, err
 }

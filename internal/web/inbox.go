@@ -392,6 +392,11 @@ func (d *Dashboard) EmailHandler(w http.ResponseWriter, r *http.Request) error {
 			data["Raw"] = string(raw)
 		}
 	}
+	if tab == "links" {
+		if data["LinkCheck"], err = d.linkCheck(r, e.ID); err != nil {
+			return err
+		}
+	}
 	if tab == "report" {
 		rep, err := d.reportView(r, e.ID)
 		if err != nil {

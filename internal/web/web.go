@@ -29,6 +29,7 @@ import (
 	"github.com/catchbox/catchbox/internal/htmlcheck"
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/linkcheck"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/secret"
@@ -53,6 +54,7 @@ type Dashboard struct {
 	Outbound       *outbound.API
 	Deliverability *deliverability.Service
 	HTMLCheck      *htmlcheck.Service
+	LinkCheck      *linkcheck.Service
 	Notifier       notify.Notifier
 	SMTPEndpoint   tenant.SMTPEndpoint
 	MailboxPorts   tenant.MailboxPorts
