@@ -154,6 +154,8 @@ test("every page: accessible in both themes at 1280 and 375 px, nothing cut off 
     [email("links"), "Email: Welcome, your code is 739204"],
     [email("report"), "Email: Welcome, your code is 739204"],
     [email("reply"), "Email: Welcome, your code is 739204"],
+    [email("clients"), "Email: Welcome, your code is 739204"],
+    [email("html") + "&width=375&scheme=dark", "Email: Welcome, your code is 739204"],
     [`emails/${reportID}?tab=raw`, "Email: Monthly report"],
     [`emails/${reportID}?tab=text`, "Email: Monthly report"],
     ["authenticators", "Authenticators", "authenticators"],

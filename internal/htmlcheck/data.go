@@ -133,3 +133,13 @@ func (d *dataSet) platformName(plat string) string {
 
 // featureURL is the page of a feature on the data set's site.
 func featureURL(slug string) string { return "https://www.caniemail.com/features/" + slug + "/" }
+
+// ClientName is the name for people of a client as a report names it
+// ("outlook.windows" is "Outlook Windows").
+func ClientName(client string) string {
+	d, err := loadData()
+	if err != nil {
+		return client
+	}
+	return d.clientName(client)
+}

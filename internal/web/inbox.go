@@ -362,7 +362,7 @@ func (d *Dashboard) EmailHandler(w http.ResponseWriter, r *http.Request) error {
 	sort.Slice(hs, func(i, j int) bool { return hs[i].Name < hs[j].Name })
 	tab := r.URL.Query().Get("tab")
 	switch tab {
-	case "html", "text", "headers", "raw", "links", "report", "reply":
+	case "html", "text", "headers", "raw", "links", "report", "reply", "clients":
 	default:
 		tab = "html"
 		if e.HTML == "" {
@@ -392,7 +392,14 @@ func (d *Dashboard) EmailHandler(w http.ResponseWriter, r *http.Request) error {
 			data["Raw"] = string(raw)
 		}
 	}
-	if tab == "links" {
+	switch tab {
+	case "html":
+		data["Preview"] = previewOf(r, e.ID, false)
+	case "clients":
+		if data["Check"], err = d.checkOf(r.Context(), e); err != nil {
+			return err
+		}
+	case "links":
 		if data["LinkCheck"], err = d.linkCheck(r, e.ID); err != nil {
 			return err
 		}
@@ -419,7 +426,9 @@ const bodyCSP = "default-src 'none'; style-src 'unsafe-inline'; font-src data:; 
 // BodyHandler answers GET /emails/{emailId}/body: the email's HTML alone, for
 // the email page's <iframe sandbox>. The CSP keeps scripts from running and
 // remote images from loading (which would tell the sender the mail was read)
-// until images=1.
+// until images=1. scheme=dark shows the email in the dark colour scheme,
+// anything else in the light one, whatever the viewer's system prefers
+// (forceScheme).
 func (d *Dashboard) BodyHandler(w http.ResponseWriter, r *http.Request) error {
 	e, _, err := d.visibleEmail(r)
 	if err != nil {
@@ -433,7 +442,11 @@ func (d *Dashboard) BodyHandler(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Content-Security-Policy", fmt.Sprintf(bodyCSP, imgs))
 	h.Set("X-Frame-Options", "SAMEORIGIN")
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	body := e.HTML
+	scheme := "light"
+	if r.URL.Query().Get("scheme") == "dark" {
+		scheme = "dark"
+	}
+	body := forceScheme(e.HTML, scheme)
 	if body == "" {
 		body = "<pre style=\"white-space:pre-wrap;font:14px/1.5 ui-monospace,monospace\">" + html.EscapeString(e.Text) + "</pre>"
 	}
