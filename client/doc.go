@@ -7,7 +7,7 @@
 // attachments,
 // raw source, share links, SMS numbers and messages, virtual SMS, TOTP devices
 // and one-time passwords, sending, replying and forwarding with the outbound
-// detail of each recipient, and deliverability reports) and the calls most
+// detail of each recipient, deliverability reports and link checks) and the calls most
 // tests need:
 //
 //   - WaitForEmail and WaitForSMS hold until a matching message arrives,
@@ -15,8 +15,8 @@
 //   - every Email and SMSMessage carries the Links and Codes the server read
 //     from it, so a test follows the reset link or types the code without a
 //     regular expression of its own;
-//   - WaitForOutbound and WaitForDeliverabilityReport read until the sent
-//     email or the report is final.
+//   - WaitForOutbound, WaitForDeliverabilityReport and WaitForLinkCheck read
+//     until the sent email, the report or the link check is final.
 //
 // A request the server refuses with 429 Too Many Requests is sent again after
 // the Retry-After it names, three times by default (WithRetries).

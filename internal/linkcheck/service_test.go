@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/smtp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -396,4 +398,81 @@ func TestLinkCheckOverSMTP(t *testing.T) {
 	if l := links[e.site.URL+"/old"]; l == nil || l["status_code"] != float64(200) || l["redirects"] != float64(2) {
 		t.Errorf("moved link %v", l)
 	}
+}
+
+// BenchmarkLinkCheckAPI times a whole link check through the API, as a
+// client sees it: POST, the job claimed by the queue's worker, the email's
+// 100 links (one host on loopback, so 2 at a time) asked, the outcome
+// committed, and the GET that first reads it completed (polled every 5 ms).
+//
+//	go test -run '^$' -bench LinkCheckAPI -benchtime 20x ./internal/linkcheck/
+func BenchmarkLinkCheckAPI(b *testing.B) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer site.Close()
+	logger := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil))) // a line per request
+	defer slog.SetDefault(logger)
+	db := storetest.Open(b, store.SQLite)
+	cfg := servertest.Config(b)
+	cfg.Mode.Mode = config.Local
+	svc := servertest.New(b, db, cfg)
+	api := servertest.Serve(b, svc)
+	if err := svc.Jobs.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		svc.Jobs.Stop(ctx)
+	}()
+	var html strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&html, `<p><a href="%s/p/%d">Product %d</a></p>`, site.URL, i, i)
+	}
+	raw := "From: news@shop.test\r\nTo: mary@default.localhost\r\nSubject: 100 links\r\nContent-Type: text/html\r\n\r\n" + html.String() + "\r\n"
+	ns, _ := svc.Tenants.NamespaceByName(context.Background(), "default")
+	ids, err := svc.Ingester.Deliver(context.Background(), []byte(raw), inbox.Envelope{ClientIP: "127.0.0.1"},
+		[]inbox.Target{{Namespace: ns, Recipients: []string{"mary@default.localhost"}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := api.URL + "/api/emails/" + ids[0] + "/link-check"
+	do := func(method string) (int, linkcheck.Response) {
+		req, _ := http.NewRequest(method, path, nil)
+		req.Header.Set("X-Api-Key", svc.NewKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out linkcheck.Response
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	times := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if code, _ := do("POST"); code != 202 {
+			b.Fatalf("POST: %d", code)
+		}
+		for {
+			_, got := do("GET")
+			if got.Status == "completed" {
+				if len(got.Links) != 100 {
+					b.Fatalf("%d links", len(got.Links))
+				}
+				break
+			}
+			if got.Status == "failed" || time.Since(start) > time.Minute {
+				b.Fatalf("check %+v", got)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		times = append(times, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "p99-ms")
 }
