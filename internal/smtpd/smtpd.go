@@ -158,8 +158,9 @@ type Server struct {
 	stopped      chan struct{} // closed when go-smtp's Shutdown returned
 	stopErr      error
 
-	mu    sync.Mutex
-	conns map[*conn]struct{}
+	mu        sync.Mutex
+	listeners []net.Listener // every listener Serve was given, closed by Shutdown
+	conns     map[*conn]struct{}
 	open  *limit.Conns // connections held, in all and by client address key
 	auth  *mailauth.Checker
 
@@ -252,13 +253,23 @@ func New(cfg Config, tenants *tenant.Service, ingester *inbox.Ingester) *Server 
 // called for several listeners at once; called after Shutdown, it closes l and
 // returns smtp.ErrServerClosed.
 func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
 	if s.closing.Load() {
+		s.mu.Unlock()
 		l.Close()
 		return smtp.ErrServerClosed
 	}
+	// Shutdown closes l even when it comes before go-smtp has l in its list
+	// (go-smtp closes only the listeners it has), so that Serve never waits
+	// in Accept after a shutdown.
+	s.listeners = append(s.listeners, l)
+	s.mu.Unlock()
 	slog.Info("SMTP listener started", "addr", l.Addr().String(), "domain", s.routes.Domain(),
 		"catch_all", s.cfg.CatchAll, "starttls", s.cfg.TLSConfig != nil, "require_tls", s.cfg.RequireTLS)
 	err := s.smtp.Serve(&listener{Listener: l, srv: s})
+	if err != nil && s.closing.Load() {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("smtp serve %s: %w", l.Addr(), err)
 	}
@@ -270,7 +281,12 @@ func (s *Server) Serve(l net.Listener) error {
 // being received is finished and answered first. When ctx ends before every
 // connection is closed, the rest are closed abruptly and ctx's error returned.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
 	s.closing.Store(true)
+	for _, l := range s.listeners {
+		l.Close()
+	}
+	s.mu.Unlock()
 	s.shutdownOnce.Do(func() {
 		go func() {
 			defer close(s.stopped)
@@ -290,7 +306,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	select {
 	case <-s.stopped:
 		s.cancel()
-		if s.stopErr != nil && !errors.Is(s.stopErr, smtp.ErrServerClosed) {
+		if s.stopErr != nil && !errors.Is(s.stopErr, smtp.ErrServerClosed) && !errors.Is(s.stopErr, net.ErrClosed) {
 			return fmt.Errorf("smtp shutdown: %w", s.stopErr)
 		}
 		return nil
