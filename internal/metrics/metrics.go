@@ -51,8 +51,12 @@ var (
 	}, []string{"result"})
 	smtpMessages = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "catchbox_smtp_messages_total",
-		Help: "SMTP mail transactions, by result: stored, rejected (every recipient refused, or the message refused), failed (could not be stored), aborted (ended before DATA).",
+		Help: "SMTP mail transactions, by result: stored, rejected (every recipient refused, or the message refused), failed (could not be stored), aborted (ended before DATA), faulted (refused or dropped by a namespace's fault rule).",
 	}, []string{"result"})
+	smtpFaults = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "catchbox_smtp_chaos_faults_total",
+		Help: "Faults made by namespaces' chaos rules, by stage (mail, rcpt, data, after_data) and action (reply, delay, disconnect, or several joined with +).",
+	}, []string{"stage", "action"})
 
 	ingestBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "catchbox_ingest_batch_messages",
@@ -96,7 +100,7 @@ var (
 )
 
 func init() {
-	Registry.MustRegister(httpRequests, httpDuration, smtpSessions, smtpMessages,
+	Registry.MustRegister(httpRequests, httpDuration, smtpSessions, smtpMessages, smtpFaults,
 		ingestBatch, ingestCommit, ingestSync, heldWaits, wakeLatency, holdOutcomes, jobOutcomes, authAttempts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
@@ -122,6 +126,13 @@ func SMTPSession(result string) {
 func SMTPMessage(result string) {
 	if on.Load() {
 		smtpMessages.WithLabelValues(result).Inc()
+	}
+}
+
+// SMTPFault records a fault made by a namespace's chaos rule.
+func SMTPFault(stage, action string) {
+	if on.Load() {
+		smtpFaults.WithLabelValues(stage, action).Inc()
 	}
 }
 

@@ -412,6 +412,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		RequireTLS:      cfg.SMTPRequireTLS,
 		Returns:         &outbound.Returns{Store: s.Outbound.Store, Routes: s.Outbound.Routes, Key: key},
 		CatchAll:        s.CatchAll,
+		Faults:          s.ChaosTable,
 	}, s.Tenants, s.Ingester)
 	s.IMAP = imapd.New(imapd.Config{
 		MaxConnections:  cfg.IMAPMaxConnections,

@@ -16,6 +16,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
+	"github.com/catchbox/catchbox/internal/chaos"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/mailauth"
 	"github.com/catchbox/catchbox/internal/metrics"
@@ -53,6 +54,14 @@ type session struct {
 	// Data runs beside the connection's goroutine, hence atomic.
 	dataStarted atomic.Bool
 
+	// faults names the fault rules that fired in the transaction, for its
+	// log line. dataChecked is set once the data stage's rules were asked
+	// (before the 354, beforeData); refusedData is the fault that refused
+	// DATA there, for Data to log.
+	faults      []string
+	dataChecked atomic.Bool
+	refusedData atomic.Pointer[chaos.Fault]
+
 	// nsCache keeps namespaces found during the session, by name.
 	nsCache map[string]tenant.Namespace
 }
@@ -73,6 +82,7 @@ func (s *Server) newSession(c *smtp.Conn) (_ smtp.Session, err error) {
 	_, sess.tls = c.TLSConnectionState()
 	if cn := connOf(c.Conn()); cn != nil {
 		cn.smtpConn = c
+		cn.sess = sess
 		sess.conn = cn
 		if _, ok := cn.Conn.(*tls.Conn); ok {
 			sess.tls = true // served on a TLS listener
@@ -200,9 +210,21 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) (err error) {
 		return errUTF8Required // RFC 6531 section 3.5
 	}
 	s.reset()
+	env := inbox.Envelope{ClientIP: s.clientIP, Helo: s.smtpConn.Hostname(), MailFrom: from}
+	if s.authNS != nil {
+		if fault, ok := s.fault(*s.authNS, chaos.StageMail, from); ok {
+			s.faults = append(s.faults, faultName(*s.authNS, fault))
+			if err := s.act(fault); err != nil {
+				// The transaction never starts: its log line is written here.
+				transaction{env: env, targets: []inbox.Target{{Namespace: *s.authNS}}, faults: s.faults}.log("faulted", err)
+				s.faults = nil
+				return err
+			}
+		}
+	}
 	s.inMail = true
 	s.utf8 = utf8
-	s.env = inbox.Envelope{ClientIP: s.clientIP, Helo: s.smtpConn.Hostname(), MailFrom: from}
+	s.env = env
 	return nil
 }
 
@@ -265,6 +287,12 @@ func (s *session) Rcpt(to string, opts *smtp.RcptOptions) (err error) {
 				slog.Error("Looking up an SMTP recipient's namespace failed", "client_ip", s.clientIP, "err", err)
 				return errTempLookup
 			}
+			return err
+		}
+	}
+	if fault, ok := s.fault(ns, chaos.StageRcpt, rcpt.Mailbox); ok {
+		s.faults = append(s.faults, faultName(ns, fault))
+		if err := s.act(fault); err != nil {
 			return err
 		}
 	}
@@ -343,11 +371,53 @@ func (s *session) Data(r io.Reader) (err error) {
 	// Under BDAT this runs beside the connection's goroutine, which may Reset
 	// the session: work on a copy of the envelope.
 	s.dataStarted.Store(true)
-	tx := transaction{env: s.env, targets: s.targets, rcpts: s.rcpts, refused: s.refused, returns: s.returns}
+	tx := transaction{env: s.env, targets: s.targets, rcpts: s.rcpts, refused: s.refused, returns: s.returns, faults: s.faults}
+	if f := s.refusedData.Swap(nil); f != nil {
+		// A data-stage rule answered DATA in place of the 354 (beforeData):
+		// no message follows, and go-smtp's reply to this one is swallowed.
+		var reply error = errDropped
+		if f.Reply != nil {
+			reply = faultReply(f.Reply)
+		}
+		tx.log("faulted", reply)
+		return reply
+	}
+	var refuse *chaos.Fault // a rule's refusal of the message, once it is read
+	if !s.dataChecked.Load() {
+		// The 354 went out before the rules could act (a connection upgraded
+		// by STARTTLS, or BDAT): they act now, mid-DATA.
+		if fault, name, ok := s.dataFault(chaos.StageData, tx.targets); ok {
+			tx.faults = append(tx.faults[:len(tx.faults):len(tx.faults)], name)
+			s.pause(fault.Delay)
+			if fault.Disconnect && fault.Reply == nil {
+				s.drop()
+				tx.log("faulted", errDropped)
+				return errDropped
+			}
+			if fault.Reply != nil || fault.Disconnect {
+				refuse = &fault
+			}
+		}
+	}
 	raw, err := s.readMessage(r)
 	tx.size = len(raw)
 	if err != nil {
 		tx.log("rejected", err)
+		return err
+	}
+	if refuse == nil {
+		if fault, name, ok := s.dataFault(chaos.StageAfterData, tx.targets); ok {
+			tx.faults = append(tx.faults[:len(tx.faults):len(tx.faults)], name)
+			s.pause(fault.Delay)
+			if fault.Reply != nil || fault.Disconnect {
+				refuse = &fault
+			}
+		}
+	}
+	if refuse != nil {
+		// Refused by a rule: nothing is stored.
+		err := s.act(chaos.Fault{Reply: refuse.Reply, Disconnect: refuse.Disconnect})
+		tx.log("faulted", err)
 		return err
 	}
 	ctx, cancel := context.WithTimeout(s.srv.ctx, deliverTimeout)
@@ -382,6 +452,9 @@ type transaction struct {
 	size    int // bytes of message data read
 	// returns are the outbound emails whose return paths were recipients.
 	returns []string
+	// faults are the fault rules that fired (chaos.Fault.String, after the
+	// namespace's name).
+	faults []string
 }
 
 // log writes the transaction's one log line and counts it in the metrics.
@@ -409,6 +482,9 @@ func (t transaction) log(result string, reply error) {
 	var se *smtp.SMTPError
 	if errors.As(reply, &se) {
 		attrs = append(attrs, slog.Int("reply", se.Code))
+	}
+	if len(t.faults) > 0 {
+		attrs = append(attrs, slog.String("chaos", strings.Join(t.faults, ", ")))
 	}
 	level := slog.LevelInfo
 	if result == "failed" {
@@ -502,6 +578,9 @@ func (s *session) reset() {
 	s.seen = nil
 	s.rcpts = 0
 	s.returns = nil
+	s.faults = nil
+	s.dataChecked.Store(false)
+	s.refusedData.Store(nil)
 }
 
 // Logout implements smtp.Session. The session holds nothing to free.
@@ -522,7 +601,7 @@ func (s *session) endTransaction() {
 	if s.rcpts == 0 {
 		result = "rejected"
 	}
-	transaction{env: s.env, targets: s.targets, rcpts: s.rcpts, refused: s.refused}.log(result, nil)
+	transaction{env: s.env, targets: s.targets, rcpts: s.rcpts, refused: s.refused, faults: s.faults}.log(result, nil)
 	s.inMail = false
 }
 

@@ -92,6 +92,10 @@ type Config struct {
 	// applies to unauthenticated clients: after AUTH a client may only send
 	// to its own namespace. Return paths of outbound mail are never caught.
 	CatchAll string
+
+	// Faults applies the namespaces' fault rules (internal/chaos); nil
+	// applies none. Mail to a namespace without rules costs a map lookup.
+	Faults Faults
 }
 
 // Returns receives what is sent to the return paths of outbound mail
@@ -421,6 +425,15 @@ type conn struct {
 
 	tlsStarted atomic.Bool // a STARTTLS handshake began on this connection
 
+	// The data stage's fault rules (beforeData), touched only by the
+	// connection's goroutine: sess is the current session; injectEnd makes
+	// the next Read an empty message's end, for go-smtp's reader of message
+	// data after a rule's reply replaced the 354; dropReply swallows the
+	// reply go-smtp then writes. Both are cleared before the next command.
+	sess      *session
+	injectEnd bool
+	dropReply bool
+
 	// inData is set while a message is being received: shutdown lets it
 	// finish, and reads move the idle deadline. Set under mu, so that
 	// interruptIdle's look and deadline are one step.
@@ -438,6 +451,7 @@ type conn struct {
 // the idle timeout. TestCommandLimit fails if a go-smtp upgrade changes this.
 func (c *conn) SetReadDeadline(t time.Time) error {
 	c.commands++
+	c.injectEnd, c.dropReply = false, false
 	switch {
 	case c.closeNext:
 		c.lingerClose()
@@ -451,6 +465,21 @@ func (c *conn) SetReadDeadline(t time.Time) error {
 		return errRefused
 	}
 	return c.Conn.SetReadDeadline(t)
+}
+
+// Write is go-smtp's write of a reply in plain text (not after STARTTLS,
+// whose replies go through the TLS connection above this one). go-smtp
+// flushes each reply line on its own, so one Write is one line: the 354 that
+// answers DATA is where the data stage's fault rules act (beforeData).
+func (c *conn) Write(p []byte) (int, error) {
+	if c.dropReply {
+		c.dropReply = false
+		return len(p), nil
+	}
+	if c.sess != nil && len(p) >= 4 && string(p[:4]) == "354 " && !c.tlsStarted.Load() && c.sess.beforeData(c) {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
 }
 
 // refuse writes a final reply and closes the connection. The reply goes through
@@ -487,8 +516,15 @@ func (c *conn) lingerClose() {
 // first moves the idle deadline, so the idle timeout measures silence rather
 // than the length of a transfer; between commands the deadline is go-smtp's
 // (SetReadDeadline). Every read of the connection comes here, through TLS
-// after STARTTLS too.
+// after STARTTLS too. After a data-stage fault rule replaced the 354
+// (beforeData) it reads the end of an empty message once, so that go-smtp's
+// reader of message data ends without waiting for a message the client will
+// not send.
 func (c *conn) Read(p []byte) (int, error) {
+	if c.injectEnd {
+		c.injectEnd = false
+		return copy(p, ".\r\n"), nil
+	}
 	if c.inData.Load() {
 		c.Conn.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
 	}
