@@ -319,6 +319,7 @@ type namespaceCmd struct {
 	List   namespaceListCmd   `cmd:"" help:"List the namespaces an organisation may read (its own and those shared with it)."`
 	Create namespaceCreateCmd `cmd:"" help:"Create a namespace for an organisation."`
 	Share  namespaceShareCmd  `cmd:"" help:"Let a second organisation read a namespace."`
+	Chaos  namespaceChaosCmd  `cmd:"" help:"Set or clear a namespace's SMTP fault rules (JSON as the API's body)."`
 }
 
 type namespaceCreateCmd struct {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -52,8 +54,11 @@ func writeAdminError(w io.Writer, err error) {
 			break
 		}
 	}
+	var pe *problem.Error
 	var fe *httpx.FieldError
-	if e.Code == "failed" && errors.As(err, &fe) {
+	if e.Code == "failed" && errors.As(err, &pe) {
+		e.Error, e.Code = http.StatusText(httpx.FromProblem(pe).Status), pe.Code
+	} else if e.Code == "failed" && errors.As(err, &fe) {
 		e.Error, e.Code = "Bad Request", "invalid_argument"
 	}
 	b, _ := json.Marshal(e)
