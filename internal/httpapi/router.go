@@ -218,6 +218,10 @@ func dashboard(r chi.Router, d Deps) {
 	user.post("/inboxes/{namespace}/clear", w.ClearHandler)
 	user.get("/inboxes/{namespace}/settings", w.SettingsHandler)
 	user.post("/inboxes/{namespace}/settings", w.UpdateSettingsHandler)
+	user.post("/inboxes/{namespace}/chaos", w.SetChaosHandler)
+	user.post("/inboxes/{namespace}/chaos/add", w.AddChaosHandler)
+	user.post("/inboxes/{namespace}/chaos/remove", w.RemoveChaosHandler)
+	user.post("/inboxes/{namespace}/chaos/clear", w.ClearChaosHandler)
 
 	user.get("/emails/{emailId}", w.EmailHandler)
 	user.get("/emails/{emailId}/body", w.BodyHandler)

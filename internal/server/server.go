@@ -361,7 +361,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Chaos = chaos.NewService(db, s.Tenants, s.Notifier, s.ChaosTable)
 	s.Sessions = tenant.NewSessions(s.Tenants, strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"))
 	s.Sessions.ClientAddr = s.Limits.ClientKey
-	s.Web, err = web.New(web.Dashboard{Tenants: s.Tenants, Sessions: s.Sessions, Inbox: s.Inbox, SMS: s.SMS, TOTP: s.TOTP,
+	s.Web, err = web.New(web.Dashboard{Tenants: s.Tenants, Sessions: s.Sessions, Inbox: s.Inbox, SMS: s.SMS, TOTP: s.TOTP, Chaos: s.Chaos,
 		Outbound: s.Outbound, Deliverability: s.Deliverability, HTMLCheck: s.HTMLCheck, LinkCheck: s.LinkCheck, Notifier: s.Notifier, SMTPEndpoint: s.smtpEndpoint, MailboxPorts: s.mailboxPorts,
 		MailDomain: cfg.MailDomain, PublicURL: s.publicURL, Key: key})
 	if err != nil {

@@ -114,7 +114,19 @@ func (d *Dashboard) SettingsHandler(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	data := map[string]any{"Title": "Inbox " + n.Name + " settings", "Nav": "inboxes", "NS": n, "MailDomain": d.MailDomain,
+	return d.settingsPage(w, r, n, nil)
+}
+
+// settingsPage renders the settings page; faults is the fault-rule section
+// as a refused change left it, nil to read it afresh.
+func (d *Dashboard) settingsPage(w http.ResponseWriter, r *http.Request, n tenant.Namespace, faults *chaosView) error {
+	if faults == nil {
+		var err error
+		if faults, err = d.chaosSection(r, n); err != nil {
+			return err
+		}
+	}
+	data := map[string]any{"Chaos": faults, "Title": "Inbox " + n.Name + " settings", "Nav": "inboxes", "NS": n, "MailDomain": d.MailDomain,
 		"Owned": n.OrgID == tenant.OrgFrom(r.Context()).ID, "RetentionMax": d.Tenants.RetentionMax(), "MaxQuota": tenant.MaxQuotaLimit}
 	if n.OrgID == tenant.OrgFrom(r.Context()).ID {
 		host, port := d.SMTPEndpoint()

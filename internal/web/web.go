@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/catchbox/catchbox/internal/chaos"
 	"github.com/catchbox/catchbox/internal/deliverability"
 	"github.com/catchbox/catchbox/internal/htmlcheck"
 	"github.com/catchbox/catchbox/internal/httpx"
@@ -56,9 +57,12 @@ type Dashboard struct {
 	HTMLCheck      *htmlcheck.Service
 	LinkCheck      *linkcheck.Service
 	Notifier       notify.Notifier
-	SMTPEndpoint   tenant.SMTPEndpoint
-	MailboxPorts   tenant.MailboxPorts
-	MailDomain     string
+	// Chaos holds the namespaces' SMTP fault rules (the settings page's
+	// fault-rule section); nil leaves the section out.
+	Chaos        *chaos.Service
+	SMTPEndpoint tenant.SMTPEndpoint
+	MailboxPorts tenant.MailboxPorts
+	MailDomain   string
 	// PublicURL is the base of links shown to the user, no trailing slash.
 	PublicURL func() string
 	// Now is the clock; nil is time.Now.
