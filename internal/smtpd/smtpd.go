@@ -165,8 +165,8 @@ type Server struct {
 	mu        sync.Mutex
 	listeners []net.Listener // every listener Serve was given, closed by Shutdown
 	conns     map[*conn]struct{}
-	open  *limit.Conns // connections held, in all and by client address key
-	auth  *mailauth.Checker
+	open      *limit.Conns // connections held, in all and by client address key
+	auth      *mailauth.Checker
 
 	lastLimitLog atomic.Int64 // unix ms of the last "connection limit reached" log
 
