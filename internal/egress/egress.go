@@ -1,6 +1,6 @@
 // Package egress is the one rule for the connections Catchbox opens to
-// addresses its users name: webhook endpoints today, the links of an email's
-// link check later. Such a fetch runs inside the operator's network, so a user
+// addresses its users name: webhook endpoints, and the links of an email's
+// link check (internal/linkcheck). Such a fetch runs inside the operator's network, so a user
 // who may name its target could otherwise reach the loopback interface, the
 // private network or a cloud's metadata service (server-side request forgery).
 //

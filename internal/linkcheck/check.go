@@ -308,7 +308,11 @@ func (r *run) ask(ctx context.Context, u *url.URL) (int, string, error) {
 }
 
 func (r *run) do(ctx context.Context, method string, u *url.URL) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	// No credentials are sent: user information in a URL would become an
+	// Authorization header.
+	bare := *u
+	bare.User = nil
+	req, err := http.NewRequestWithContext(ctx, method, bare.String(), nil)
 	if err != nil {
 		return 0, "", err
 	}

@@ -85,6 +85,11 @@ func newSite(t *testing.T) *site {
 		w.WriteHeader(http.StatusFound)
 	})
 	mux.HandleFunc("/no-location", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusFound) })
+	mux.HandleFunc("/private", func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := r.BasicAuth(); ok || r.Header.Get("Cookie") != "" {
+			w.WriteHeader(http.StatusTeapot) // credentials were sent
+		}
+	})
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.methods[r.URL.Path] = append(s.methods[r.URL.Path], r.Method)
@@ -119,7 +124,7 @@ func TestCheck(t *testing.T) {
 	defer c.Close()
 	u := s.URL
 	got := c.Check(context.Background(), targets(u+"/ok", u+"/r/3", u+"/missing", u+"/broken", u+"/loop",
-		u+"/hang", u+"/huge", u+"/no-head", u+"/to-ftp", u+"/no-location", u+"/ok?img.png", "http://127.0.0.1:1/closed"))
+		u+"/hang", u+"/huge", u+"/no-head", u+"/to-ftp", u+"/no-location", u+"/ok?img.png", "http://127.0.0.1:1/closed", strings.Replace(u, "http://", "http://user:secret@", 1)+"/private"))
 	want := []Link{
 		{URL: u + "/ok", Kind: "link", StatusCode: 200, FinalURL: u + "/ok"},
 		{URL: u + "/r/3", Kind: "link", StatusCode: 200, FinalURL: u + "/ok", Redirects: 4},
@@ -133,6 +138,8 @@ func TestCheck(t *testing.T) {
 		{URL: u + "/no-location", Kind: "link", StatusCode: 302, FinalURL: u + "/no-location", Error: "HTTP 302 without a Location to follow"},
 		{URL: u + "/ok?img.png", Kind: "image", StatusCode: 200, FinalURL: u + "/ok?img.png"},
 		{URL: "http://127.0.0.1:1/closed", Kind: "link", FinalURL: "http://127.0.0.1:1/closed", Error: "connection refused"},
+		{URL: strings.Replace(u, "http://", "http://user:secret@", 1) + "/private", Kind: "link", StatusCode: 200,
+			FinalURL: strings.Replace(u, "http://", "http://user:secret@", 1) + "/private"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d results for %d URLs", len(got), len(want))
