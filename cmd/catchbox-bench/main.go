@@ -13,6 +13,7 @@
 //
 //	catchbox-bench smtp   --addr 127.0.0.1:2525 --messages 2000 --conns 8 --size small
 //	catchbox-bench wait   --api http://127.0.0.1:8025 --smtp 127.0.0.1:2525 --key KEY --rounds 200
+//	catchbox-bench held   --api http://127.0.0.1:8025 --smtp 127.0.0.1:2525 --key KEY --waiters 1000 --mails 100 --pid PID
 //	catchbox-bench search --api http://127.0.0.1:8025 --key KEY --subject-includes X --to-addr-prefix Y
 //	catchbox-bench search --mailpit --api http://127.0.0.1:8026 --subject-includes X --to-addr-prefix Y
 //	catchbox-bench seed   --smtp 127.0.0.1:2525 --messages 100000 --conns 16
@@ -44,6 +45,7 @@ type command struct {
 var commands = []command{
 	{"smtp", "send N messages over C persistent SMTP connections and report rate and latency", runSMTP},
 	{"wait", "time from the SMTP 250 to the answer of a held wait=true inbox search", runWait},
+	{"held", "N held wait=true searches, M mails each to one of them: 250 to answer, CPU per mail, memory per held search", runHeld},
 	{"search", "latency of the first inbox page: unfiltered, subject_includes, to_addr_prefix", runSearch},
 	{"seed", "fill one or many namespaces with searchable messages over SMTP", runSeed},
 	{"rss", "sample a process's resident memory and report its peak", runRSS},

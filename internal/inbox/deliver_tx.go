@@ -71,11 +71,10 @@ func (in *Ingester) DeliverInTx(ctx context.Context, tx *store.Tx, raw []byte, e
 	if err := enforceQuotas(ctx, tx, nsIDs, now.UnixMilli()); err != nil {
 		return err
 	}
-	req := &batchReq{rows: rows}
-	ts := topics([]*batchReq{req})
-	if err := in.notifier.Announce(ctx, tx, ts...); err != nil {
+	events := arrivals([]*batchReq{{rows: rows}})
+	if err := in.notifier.AnnounceEvents(ctx, tx, events...); err != nil {
 		return err
 	}
-	tx.AfterCommit(func() { in.notifier.Publish(context.Background(), ts...) })
+	tx.AfterCommit(func() { in.notifier.PublishEvents(context.Background(), events...) })
 	return nil
 }

@@ -123,7 +123,7 @@ func (a *API) SearchInboxHandler(w http.ResponseWriter, r *http.Request) error {
 		res, err := a.Searcher.Search(ctx, q)
 		return searchResponse{TotalCount: res.Total, Options: opt, Data: res.Emails}, res.Total > 0, err
 	}
-	return notify.Answer(w, r, wait, a.Notifier, NamespaceTopic(ns.ID), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
+	return notify.Answer(w, r, wait, a.Notifier, q.want(), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
 }
 
 // LatestEmailHandler answers GET /api/emails/{namespace}/latest; 404 when empty.

@@ -415,26 +415,22 @@ func rowsBytes(rows []*row) int64 {
 // The other replicas' searches were woken by the commit (insert).
 func (in *Ingester) answer(batch []*batchReq, err error) {
 	if err == nil && len(batch) > 0 {
-		in.notifier.Publish(context.Background(), topics(batch)...)
+		in.notifier.PublishEvents(context.Background(), arrivals(batch)...)
 	}
 	for _, req := range batch {
 		req.done <- err
 	}
 }
 
-// topics are the notify topics of the namespaces batch writes to.
-func topics(batch []*batchReq) []string {
-	seen := map[string]bool{}
-	var ts []string
+// arrivals are the wake-up events of the emails batch stores, one per email.
+func arrivals(batch []*batchReq) []notify.Event {
+	var events []notify.Event
 	for _, req := range batch {
 		for _, r := range req.rows {
-			if t := NamespaceTopic(r.namespaceID); !seen[t] {
-				seen[t] = true
-				ts = append(ts, t)
-			}
+			events = append(events, r.arrival())
 		}
 	}
-	return ts
+	return events
 }
 
 // insert commits batch in one transaction (durable on PostgreSQL, not yet
@@ -530,7 +526,7 @@ func (in *Ingester) insert(batch []*batchReq, shard int, midway func()) (stored 
 		if err := enforceQuotas(ctx, tx, nsIDs, in.now().UnixMilli()); err != nil {
 			return err
 		}
-		return in.notifier.Announce(ctx, tx, topics(batch)...)
+		return in.notifier.AnnounceEvents(ctx, tx, arrivals(batch)...)
 	})
 	return batch, err
 }

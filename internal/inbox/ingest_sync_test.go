@@ -242,9 +242,9 @@ type ackCheck struct {
 	before func()
 }
 
-func (a *ackCheck) Publish(ctx context.Context, topics ...string) {
+func (a *ackCheck) PublishEvents(ctx context.Context, events ...notify.Event) {
 	a.before()
-	a.Hub.Publish(ctx, topics...)
+	a.Hub.PublishEvents(ctx, events...)
 }
 
 // randomMessage is a text message whose body is size bytes of random base64,

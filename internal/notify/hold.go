@@ -29,13 +29,15 @@ type Policy struct {
 }
 
 // Until answers a request that waits for something to arrive (an inbox or SMS
-// search with wait=true). It subscribes to topic before the first look, so an
-// arrival between the look and the wait is never missed, then looks again on
-// every wake-up until look reports a match, the hold ends (ErrHoldEnded) or ctx
-// ends. An error from the first look is returned; a failing re-check (the
-// database restarting, say) counts as "not yet" and the hold goes on.
-func Until[T any](ctx context.Context, n Notifier, topic string, p Policy, look func(context.Context) (T, bool, error)) (T, error) {
-	sub := n.Subscribe(topic)
+// search with wait=true). It subscribes to what w describes before the first
+// look, so an arrival between the look and the wait is never missed, then
+// looks again on every wake-up until look reports a match, the hold ends
+// (ErrHoldEnded) or ctx ends. w's terms must hold on every arrival look could
+// find (match.go): the request is woken only by those. An error from the
+// first look is returned; a failing re-check (the database restarting, say)
+// counts as "not yet" and the hold goes on.
+func Until[T any](ctx context.Context, n Notifier, w Want, p Policy, look func(context.Context) (T, bool, error)) (T, error) {
+	sub := n.Watch(w)
 	defer sub.Close()
 	res, ok, err := look(ctx)
 	if err != nil || ok {
@@ -79,7 +81,7 @@ func Until[T any](ctx context.Context, n Notifier, topic string, p Policy, look 
 			if ctx.Err() != nil {
 				return zero, ctx.Err()
 			}
-			slog.Warn("Re-checking a held request failed; still holding", "topic", topic, "err", err)
+			slog.Warn("Re-checking a held request failed; still holding", "topic", w.Topic, "err", err)
 			continue
 		}
 		if ok {
@@ -105,11 +107,11 @@ func WithDrain(ctx context.Context, drain <-chan struct{}) context.Context {
 // Until does: the first body with a match is the 200, and a hold that ends
 // without one is answered 307 to the identical URL, so the client asks again.
 // An error is returned for the caller's error handling, nothing written.
-func Answer[T any](w http.ResponseWriter, r *http.Request, hold bool, n Notifier, topic string, p Policy, look func(context.Context) (T, bool, error)) error {
+func Answer[T any](w http.ResponseWriter, r *http.Request, hold bool, n Notifier, want Want, p Policy, look func(context.Context) (T, bool, error)) error {
 	var res T
 	var err error
 	if hold {
-		res, err = Until(r.Context(), n, topic, p, look)
+		res, err = Until(r.Context(), n, want, p, look)
 	} else {
 		res, _, err = look(r.Context())
 	}

@@ -29,7 +29,7 @@ func TestUntil(t *testing.T) {
 	ctx := context.Background()
 	t.Run("match on the first look is answered without holding", func(t *testing.T) {
 		h := NewHub()
-		got, err := Until(ctx, h, "t", Policy{Hold: time.Hour}, func(context.Context) (int, bool, error) { return 7, true, nil })
+		got, err := Until(ctx, h, Want{Topic: "t"}, Policy{Hold: time.Hour}, func(context.Context) (int, bool, error) { return 7, true, nil })
 		if got != 7 || err != nil {
 			t.Fatalf("Until = %d, %v", got, err)
 		}
@@ -40,7 +40,7 @@ func TestUntil(t *testing.T) {
 	t.Run("a wake-up re-checks and answers", func(t *testing.T) {
 		h := NewHub()
 		arrived := arriveWhenHeld(h, "other", "t") // "other" is not ours: no answer
-		got, err := Until(ctx, h, "t", Policy{Hold: time.Hour}, func(context.Context) (string, bool, error) {
+		got, err := Until(ctx, h, Want{Topic: "t"}, Policy{Hold: time.Hour}, func(context.Context) (string, bool, error) {
 			return "mail", arrived.Load(), nil
 		})
 		if got != "mail" || err != nil {
@@ -48,21 +48,21 @@ func TestUntil(t *testing.T) {
 		}
 	})
 	t.Run("the hold ends with ErrHoldEnded", func(t *testing.T) {
-		_, err := Until(ctx, NewHub(), "t", Policy{Hold: 20 * time.Millisecond}, func(context.Context) (int, bool, error) { return 0, false, nil })
+		_, err := Until(ctx, NewHub(), Want{Topic: "t"}, Policy{Hold: 20 * time.Millisecond}, func(context.Context) (int, bool, error) { return 0, false, nil })
 		if !errors.Is(err, ErrHoldEnded) {
 			t.Fatalf("err = %v, want ErrHoldEnded", err)
 		}
 	})
 	t.Run("an error on the first look is returned", func(t *testing.T) {
 		boom := errors.New("boom")
-		_, err := Until(ctx, NewHub(), "t", Policy{Hold: time.Hour}, func(context.Context) (int, bool, error) { return 0, false, boom })
+		_, err := Until(ctx, NewHub(), Want{Topic: "t"}, Policy{Hold: time.Hour}, func(context.Context) (int, bool, error) { return 0, false, boom })
 		if !errors.Is(err, boom) {
 			t.Fatalf("err = %v, want boom", err)
 		}
 	})
 	t.Run("while degraded, failing re-checks keep the hold until a match", func(t *testing.T) {
 		var looks atomic.Int32
-		got, err := Until(ctx, NewHub(), "t", Policy{Hold: time.Minute, Degraded: func() bool { return true }},
+		got, err := Until(ctx, NewHub(), Want{Topic: "t"}, Policy{Hold: time.Minute, Degraded: func() bool { return true }},
 			func(context.Context) (int, bool, error) {
 				switch n := looks.Add(1); {
 				case n == 1:
@@ -80,7 +80,7 @@ func TestUntil(t *testing.T) {
 	t.Run("a client that goes away ends the hold", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(20*time.Millisecond, cancel)
-		_, err := Until(cctx, NewHub(), "t", Policy{Hold: time.Hour}, func(context.Context) (int, bool, error) { return 0, false, nil })
+		_, err := Until(cctx, NewHub(), Want{Topic: "t"}, Policy{Hold: time.Hour}, func(context.Context) (int, bool, error) { return 0, false, nil })
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
@@ -93,7 +93,7 @@ func TestAnswer(t *testing.T) {
 	answer := func(hold bool, h *Hub, look func(context.Context) (page, bool, error)) (*httptest.ResponseRecorder, error) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest("GET", "/api/x/inbox?wait=true&limit=5", nil)
-		err := Answer(w, r, hold, h, "t", Policy{Hold: time.Hour}, look)
+		err := Answer(w, r, hold, h, Want{Topic: "t"}, Policy{Hold: time.Hour}, look)
 		return w, err
 	}
 	none := func(context.Context) (page, bool, error) { return page{}, false, nil }
@@ -106,7 +106,7 @@ func TestAnswer(t *testing.T) {
 	t.Run("a hold that ends without a match is a 307 to the same URL", func(t *testing.T) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest("GET", "/api/x/inbox?wait=true&limit=5", nil)
-		err := Answer(w, r, true, NewHub(), "t", Policy{Hold: time.Nanosecond}, none)
+		err := Answer(w, r, true, NewHub(), Want{Topic: "t"}, Policy{Hold: time.Nanosecond}, none)
 		if err != nil || w.Code != 307 || w.Header().Get("Location") != "/api/x/inbox?wait=true&limit=5" || w.Body.Len() != 0 {
 			t.Fatalf("%d %v %q, %v", w.Code, w.Header(), w.Body, err)
 		}

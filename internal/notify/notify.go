@@ -3,6 +3,12 @@
 // arrival between the look and the wait is never missed; a writer names the
 // topics whose data it stores.
 //
+// A waiter may also say what it waits for (a Want: terms on the fields of an
+// arrival, such as a recipient prefix or a word of the subject), and a writer
+// may say what arrived (an Event with its facts). The hub keeps such waiters
+// in an index by one of their terms, so an arrival wakes only the waiters it
+// may satisfy instead of every waiter of its topic (match.go).
+//
 // Hub is the in-process notifier. The PostgreSQL store adds cross-replica wake-ups
 // on top of it with LISTEN/NOTIFY.
 package notify
@@ -22,12 +28,21 @@ type Notifier interface {
 	// Subscribe returns a subscription whose channel receives a value after each
 	// Publish of the topic (coalesced: one pending wake-up at most).
 	Subscribe(topic string) *Subscription
+	// Watch returns a subscription to w.Topic woken only by the events
+	// w.Terms may match (and by every topic-wide wake-up): see Want.
+	Watch(w Want) *Subscription
 	// Announce adds to tx the wake-up of the topics' waiters on the other
 	// replicas. With no other replica it does nothing.
 	Announce(ctx context.Context, tx *store.Tx, topics ...string) error
-	// Publish wakes this process's subscribers of the topics. It never blocks
-	// on a subscriber.
+	// AnnounceEvents is Announce for events: the other replicas wake the
+	// waiters each event may satisfy.
+	AnnounceEvents(ctx context.Context, tx *store.Tx, events ...Event) error
+	// Publish wakes this process's subscribers of the topics, every one of
+	// them whatever it waits for. It never blocks on a subscriber.
 	Publish(ctx context.Context, topics ...string)
+	// PublishEvents wakes this process's subscribers that each event may
+	// satisfy. It never blocks on a subscriber.
+	PublishEvents(ctx context.Context, events ...Event)
 }
 
 // Subscription is one waiter's interest in one topic.
@@ -37,6 +52,11 @@ type Subscription struct {
 	topic  string
 	hub    *Hub
 	closed bool
+
+	// Set by the hub under its lock (match.go).
+	terms []Term   // nil: woken by every event of the topic
+	keys  []subKey // where the index holds it
+	seen  uint64   // the last publication that looked at it
 }
 
 // Close ends the subscription; it is safe to call more than once.
@@ -44,24 +64,30 @@ func (s *Subscription) Close() { s.hub.unsubscribe(s) }
 
 // Hub is an in-process Notifier.
 type Hub struct {
-	mu   sync.Mutex
-	subs map[string]map[*Subscription]struct{}
+	mu     sync.Mutex
+	topics map[string]*topicSubs
+	n      int    // open subscriptions
+	gen    uint64 // publications, to look at each candidate once per event
 }
 
 // NewHub returns an empty hub.
-func NewHub() *Hub { return &Hub{subs: map[string]map[*Subscription]struct{}{}} }
+func NewHub() *Hub { return &Hub{topics: map[string]*topicSubs{}} }
 
 // Subscribe implements Notifier.
-func (h *Hub) Subscribe(topic string) *Subscription {
+func (h *Hub) Subscribe(topic string) *Subscription { return h.Watch(Want{Topic: topic}) }
+
+// Watch implements Notifier.
+func (h *Hub) Watch(w Want) *Subscription {
 	c := make(chan struct{}, 1)
-	s := &Subscription{C: c, c: c, topic: topic, hub: h}
+	s := &Subscription{C: c, c: c, topic: w.Topic, hub: h, terms: w.normal()}
 	h.mu.Lock()
-	m := h.subs[topic]
-	if m == nil {
-		m = map[*Subscription]struct{}{}
-		h.subs[topic] = m
+	ts := h.topics[w.Topic]
+	if ts == nil {
+		ts = newTopicSubs()
+		h.topics[w.Topic] = ts
 	}
-	m[s] = struct{}{}
+	ts.add(s)
+	h.n++
 	h.mu.Unlock()
 	return s
 }
@@ -73,10 +99,11 @@ func (h *Hub) unsubscribe(s *Subscription) {
 		return
 	}
 	s.closed = true
-	if m := h.subs[s.topic]; m != nil {
-		delete(m, s)
-		if len(m) == 0 {
-			delete(h.subs, s.topic)
+	h.n--
+	if ts := h.topics[s.topic]; ts != nil {
+		ts.remove(s)
+		if ts.n == 0 {
+			delete(h.topics, s.topic)
 		}
 	}
 }
@@ -84,17 +111,35 @@ func (h *Hub) unsubscribe(s *Subscription) {
 // Announce implements Notifier: a hub has no other replica to tell.
 func (h *Hub) Announce(context.Context, *store.Tx, ...string) error { return nil }
 
+// AnnounceEvents implements Notifier: a hub has no other replica to tell.
+func (h *Hub) AnnounceEvents(context.Context, *store.Tx, ...Event) error { return nil }
+
 // Publish implements Notifier.
 func (h *Hub) Publish(_ context.Context, topics ...string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, t := range topics {
-		for s := range h.subs[t] {
-			select {
-			case s.c <- struct{}{}:
-			default: // a wake-up is already pending
-			}
+		if ts := h.topics[t]; ts != nil {
+			ts.each(wake)
 		}
+	}
+}
+
+// PublishEvents implements Notifier.
+func (h *Hub) PublishEvents(_ context.Context, events ...Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range events {
+		ts := h.topics[e.Topic]
+		if ts == nil {
+			continue
+		}
+		if !e.Complete {
+			ts.each(wake)
+			continue
+		}
+		h.gen++
+		ts.publish(e.Facts, h.gen)
 	}
 }
 
@@ -102,13 +147,8 @@ func (h *Hub) Publish(_ context.Context, topics ...string) {
 func (h *Hub) PublishAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, m := range h.subs {
-		for s := range m {
-			select {
-			case s.c <- struct{}{}:
-			default:
-			}
-		}
+	for _, ts := range h.topics {
+		ts.each(wake)
 	}
 }
 
@@ -116,9 +156,13 @@ func (h *Hub) PublishAll() {
 func (h *Hub) Waiters() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := 0
-	for _, m := range h.subs {
-		n += len(m)
+	return h.n
+}
+
+// wake gives s a pending wake-up, unless it has one.
+func wake(s *Subscription) {
+	select {
+	case s.c <- struct{}{}:
+	default: // a wake-up is already pending
 	}
-	return n
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -59,24 +60,61 @@ func (p *Postgres) Healthy() bool { return p.healthy.Load() }
 // Done is closed when the listener has stopped.
 func (p *Postgres) Done() <-chan struct{} { return p.done }
 
-// Announce implements Notifier: one NOTIFY in tx per maxPayload bytes of topics.
-// A failure fails tx, as any failed statement does on PostgreSQL.
+// Announce implements Notifier: the topics' waiters on the other replicas
+// are all woken (AnnounceEvents with events that are not Complete).
 func (p *Postgres) Announce(ctx context.Context, tx *store.Tx, topics ...string) error {
-	for _, payload := range p.payloads(topics) {
-		if _, err := tx.Exec(ctx, "SELECT pg_notify(?, ?)", Channel, payload); err != nil {
-			return fmt.Errorf("announce to the other replicas: %w", err)
+	events := make([]Event, len(topics))
+	for i, t := range topics {
+		events[i] = Event{Topic: t}
+	}
+	return p.AnnounceEvents(ctx, tx, events...)
+}
+
+// AnnounceEvents implements Notifier: one pg_notify in tx per maxPayload bytes
+// of events, all in one statement. A failure fails tx, as any failed
+// statement does on PostgreSQL.
+func (p *Postgres) AnnounceEvents(ctx context.Context, tx *store.Tx, events ...Event) error {
+	payloads := p.payloads(events)
+	if len(payloads) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	args := make([]any, 0, 2*len(payloads))
+	q.WriteString("SELECT ")
+	for i, payload := range payloads {
+		if i > 0 {
+			q.WriteString(", ")
 		}
+		q.WriteString("pg_notify(?, ?)")
+		args = append(args, Channel, payload)
+	}
+	if _, err := tx.Exec(ctx, q.String(), args...); err != nil {
+		return fmt.Errorf("announce to the other replicas: %w", err)
 	}
 	return nil
 }
 
-// payloads packs topics into NOTIFY payloads of at most maxPayload bytes, each
-// starting with the replica's id.
-func (p *Postgres) payloads(topics []string) []string {
+// maxEventToken bounds the encoding of one event with its facts; a longer
+// one (a long subject, many recipients) is announced by its topic alone,
+// which wakes every waiter of the topic on the other replicas.
+const maxEventToken = 2000
+
+// payloads packs events into NOTIFY payloads of at most maxPayload bytes, each
+// starting with the replica's id, then the events separated by spaces: a
+// topic alone for an event that is not Complete (every waiter of the topic is
+// woken, as older versions announced every arrival), or the topic, "?" and
+// the facts as a URL query (field=value&...), which escapes every space.
+func (p *Postgres) payloads(events []Event) []string {
+	whole := map[string]bool{}
+	for _, e := range events {
+		if !e.Complete {
+			whole[e.Topic] = true
+		}
+	}
 	var out []string
 	var b strings.Builder
-	for _, t := range topics {
-		if b.Len() > 0 && b.Len()+1+len(t) > maxPayload {
+	add := func(tok string) {
+		if b.Len() > 0 && b.Len()+1+len(tok) > maxPayload {
 			out = append(out, b.String())
 			b.Reset()
 		}
@@ -84,12 +122,67 @@ func (p *Postgres) payloads(topics []string) []string {
 			b.WriteString(p.replica)
 		}
 		b.WriteByte(' ')
-		b.WriteString(t)
+		b.WriteString(tok)
+	}
+	sent := map[string]bool{}
+	for _, e := range events {
+		if whole[e.Topic] {
+			if !sent[e.Topic] {
+				sent[e.Topic] = true
+				add(e.Topic)
+			}
+			continue
+		}
+		tok := encodeEvent(e)
+		if len(tok) > maxEventToken {
+			whole[e.Topic] = true
+			if !sent[e.Topic] {
+				sent[e.Topic] = true
+				add(e.Topic)
+			}
+			continue
+		}
+		add(tok)
 	}
 	if b.Len() > 0 {
 		out = append(out, b.String())
 	}
 	return out
+}
+
+// encodeEvent is a Complete event as a payload token: topic?field=value&...
+func encodeEvent(e Event) string {
+	v := url.Values{}
+	for _, f := range e.Facts {
+		v.Add(f.Field, f.Value)
+	}
+	return e.Topic + "?" + v.Encode()
+}
+
+// decodeEvents reads the events of a payload's tokens. A token that does not
+// decode wakes every waiter of its topic.
+func decodeEvents(tokens []string) []Event {
+	events := make([]Event, 0, len(tokens))
+	for _, tok := range tokens {
+		topic, query, ok := strings.Cut(tok, "?")
+		if !ok {
+			events = append(events, Event{Topic: tok})
+			continue
+		}
+		v, err := url.ParseQuery(query)
+		if err != nil {
+			events = append(events, Event{Topic: topic})
+			continue
+		}
+		e := Event{Topic: topic, Complete: true}
+		for field, values := range v {
+			for _, value := range values {
+				e.Facts = append(e.Facts, Fact{Field: field, Value: value})
+			}
+		}
+		events = append(events, e)
+	}
+	return events
 }
 
 // Reconnection delays of the listener: doubled after each failed attempt up to
@@ -161,6 +254,6 @@ func (p *Postgres) listenOnce(ctx context.Context, reconnect bool) (err error) {
 		if !ok || sender == p.replica {
 			continue
 		}
-		p.Hub.Publish(ctx, strings.Fields(topics)...)
+		p.Hub.PublishEvents(ctx, decodeEvents(strings.Fields(topics))...)
 	}
 }

@@ -84,7 +84,11 @@ func TestPayloadsStayUnderTheLimit(t *testing.T) {
 	for i := range 1000 {
 		topics = append(topics, newTopic("ns")+string(rune('a'+i%26)))
 	}
-	payloads := p.payloads(topics)
+	events := make([]Event, len(topics))
+	for i, t := range topics {
+		events[i] = Event{Topic: t}
+	}
+	payloads := p.payloads(events)
 	if len(payloads) < 2 {
 		t.Fatalf("%d payloads for 1000 topics, want several", len(payloads))
 	}
@@ -130,4 +134,52 @@ func pending(sub *Subscription) bool {
 	default:
 		return false
 	}
+}
+
+// An event announced with its facts wakes, on the other replica, the waiters
+// whose terms hold on them and no other; an event that is not Complete, as an
+// older replica announces every arrival, wakes them all.
+func TestWatchAcrossReplicas(t *testing.T) {
+	db := storetest.Open(t, store.Postgres) // skips without a PostgreSQL server
+	ctx, cancel := context.WithCancel(context.Background())
+	a := NewPostgres(ctx, db.URL)
+	b := NewPostgres(ctx, db.URL)
+	defer func() { cancel(); <-a.Done(); <-b.Done() }()
+	announce := func(events ...Event) {
+		t.Helper()
+		if err := db.InTx(ctx, func(tx *store.Tx) error { return a.AnnounceEvents(ctx, tx, events...) }); err != nil {
+			t.Fatalf("announce: %v", err)
+		}
+	}
+	probe := b.Subscribe(newTopic("probe"))
+	defer probe.Close()
+	announce(Event{Topic: probe.topic})
+	woken(t, probe)
+
+	topic := newTopic("ns")
+	order := b.Watch(Want{Topic: topic, Terms: []Term{{"to", Prefix, []string{"order-42@"}}}})
+	defer order.Close()
+	reset := b.Watch(Want{Topic: topic, Terms: []Term{{"subject", Contains, []string{"password reset"}}}})
+	defer reset.Close()
+	every := b.Subscribe(topic)
+	defer every.Close()
+	marker := b.Subscribe(newTopic("marker"))
+	defer marker.Close()
+
+	announce(Event{Topic: topic, Complete: true, Facts: []Fact{{"to", "order-42@x.example"}, {"subject", "your order"}}},
+		Event{Topic: marker.topic})
+	woken(t, marker) // notifications are relayed in order: the first is in
+	if !pending(order) || pending(reset) || !pending(every) {
+		t.Fatal("the event did not wake exactly the waiters it matches")
+	}
+	announce(Event{Topic: topic, Complete: true, Facts: []Fact{{"to", "someone@x.example"}, {"subject", "Password reset"}}},
+		Event{Topic: marker.topic})
+	woken(t, marker)
+	if pending(order) || pending(reset) || !pending(every) {
+		t.Fatal("an event whose facts hold for no conditional waiter woke one (facts are folded by the caller: Password is not password)")
+	}
+	announce(Event{Topic: topic})
+	woken(t, order)
+	woken(t, reset)
+	woken(t, every)
 }

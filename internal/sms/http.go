@@ -224,7 +224,7 @@ func (a *API) SearchMessagesHandler(w http.ResponseWriter, r *http.Request) erro
 		res, err := a.Service.Search(ctx, q)
 		return searchResponse{TotalCount: res.Total, Options: opt, Data: res.Messages}, res.Total > 0, err
 	}
-	return notify.Answer(w, r, wait, a.Notifier, Topic(n.ID), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
+	return notify.Answer(w, r, wait, a.Notifier, q.want(), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
 }
 
 // LatestMessageHandler answers GET /api/sms/{phone_number}/latest; 404 when the

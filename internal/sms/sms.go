@@ -317,7 +317,7 @@ func (s *Service) Receive(ctx context.Context, n Number, in Inbound) (m Message,
 		if s.notifier == nil {
 			return nil
 		}
-		return s.notifier.Announce(ctx, tx, Topic(n.ID))
+		return s.notifier.AnnounceEvents(ctx, tx, m.arrival())
 	})
 	if err != nil {
 		return Message{}, false, fmt.Errorf("store sms message: %w", err)
@@ -328,7 +328,7 @@ func (s *Service) Receive(ctx context.Context, n Number, in Inbound) (m Message,
 		return m, false, err
 	}
 	if s.notifier != nil {
-		s.notifier.Publish(context.WithoutCancel(ctx), Topic(n.ID))
+		s.notifier.PublishEvents(context.WithoutCancel(ctx), m.arrival())
 	}
 	return m, true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,9 +21,14 @@ type held struct {
 
 // holdSearch starts a search with the default key in the background.
 func (e *env) holdSearch(path string) <-chan held {
+	return e.holdSearchCtx(context.Background(), path)
+}
+
+// holdSearchCtx is holdSearch ended when ctx ends.
+func (e *env) holdSearchCtx(ctx context.Context, path string) <-chan held {
 	done := make(chan held, 1)
 	go func() {
-		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+path, nil)
 		req.Header.Set("X-Api-Key", e.key)
 		resp, err := noRedirects.Do(req)
 		if err != nil {
@@ -149,6 +155,85 @@ func TestWaitEndsWhenClientLeaves(t *testing.T) {
 				t.Fatal("the held search kept its subscription after the client left")
 			}
 			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
+
+// TestHeldSMSWaitsNeverMissAMatch holds searches with wait=true on one
+// number, each woken only by the messages its filters may match, then sends
+// virtual SMS one by one. After each, every held search that the same search
+// without wait now finds a match for must be answered 200; the others stay
+// held.
+func TestHeldSMSWaitsNeverMissAMatch(t *testing.T) {
+	queries := []string{
+		"body=code", "body=CODE", "body=c", "body=%C3%BCnicode", "body=never+sent",
+		"from_number=%2B1555123", "from_number=1555123", "from_number=%2B1666", "from_number=ACME", "from_number=acme",
+		"direction=inbound", "direction=outbound",
+		"",
+		"body=code&from_number=%2B1555", "body=ok&from_number=%2B1555",
+	}
+	messages := []struct{ from, body string }{
+		{"+15551230001", "Your CODE is 424242"},
+		{"ACMEBANK", "Ünicode ok"},
+		{"+16665550000", "plain"},
+	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.api.WaitHold = 5 * time.Minute
+		base := e.hub.Waiters()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel() // the searches still held end before the server closes
+		done := make([]<-chan held, len(queries))
+		for i, q := range queries {
+			done[i] = e.holdSearchCtx(ctx, "/api/sms/15550001111/messages?wait=true&"+q)
+		}
+		for i := 0; e.hub.Waiters() < base+len(queries); i++ {
+			if i > 3000 {
+				t.Fatalf("%d of %d searches held", e.hub.Waiters()-base, len(queries))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		answered := map[int]bool{}
+		for n, m := range messages {
+			if strings.HasPrefix(m.from, "+") {
+				e.virtual(m.from, activePhone, m.body)
+			} else if _, _, err := e.svc.Receive(context.Background(), e.active, sms.Inbound{From: m.from, Body: m.body, ProviderMessageID: "SM" + m.from}); err != nil {
+				t.Fatal(err) // a provider's message from a sender id
+			}
+			for i, q := range queries {
+				if answered[i] {
+					continue
+				}
+				var r searchResp
+				if resp := e.get(e.key, "/api/sms/15550001111/messages?"+q, &r); resp.StatusCode != 200 {
+					t.Fatalf("search %q: %d", q, resp.StatusCode)
+				}
+				if r.TotalCount == 0 {
+					continue
+				}
+				select {
+				case h := <-done[i]:
+					if h.err != nil || h.status != 200 || h.r.TotalCount == 0 {
+						t.Fatalf("after message %d, held %q answered %+v", n, q, h)
+					}
+					answered[i] = true
+				case <-time.After(30 * time.Second): // a guard, not a timing: the answer comes at the commit
+					t.Fatalf("after message %d (%q), held %q was not answered though the search finds %d", n, m.body, q, r.TotalCount)
+				}
+			}
+		}
+		for i, q := range queries {
+			if answered[i] {
+				continue
+			}
+			select {
+			case h := <-done[i]:
+				t.Errorf("held %q answered %+v with no match", q, h)
+			default:
+			}
+		}
+		if len(answered) < len(queries)/2 || len(answered) == len(queries) {
+			t.Fatalf("%d of %d searches answered", len(answered), len(queries))
 		}
 	})
 }
