@@ -2,12 +2,16 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 )
 
-// HTML client support: which email clients lack the HTML and CSS features a
-// received email uses, from the caniemail data set (docs/api.md, "Email
-// checks").
+// Email checks (docs/api.md): HTML client support, which email clients lack
+// the HTML and CSS features a received email uses, from the caniemail data
+// set; and previews, screenshots of the email rendered by the server.
 
 // HTMLCheck is the answer of GET /api/emails/{emailId}/html-check.
 type HTMLCheck struct {
@@ -92,4 +96,43 @@ func (c *Client) HTMLCheck(ctx context.Context, emailID string) (HTMLCheck, erro
 	}
 	err := c.do(ctx, request{method: http.MethodGet, path: "/api/emails/" + seg(emailID) + "/html-check"}, &out)
 	return out.Data, err
+}
+
+// PreviewOptions choose a preview: Width 375, 768 or 1280 (0: the server's
+// default, 1280) and Scheme light or dark ("": light).
+type PreviewOptions struct {
+	Width  int
+	Scheme string
+}
+
+// maxPreviewBytes bounds the image read: far above the largest preview.
+const maxPreviewBytes = 64 << 20
+
+// EmailPreview returns a PNG screenshot of the received email emailID
+// (GET /api/emails/{emailId}/preview.png). A server without Chromium answers
+// an *Error with code previews_unavailable (501).
+func (c *Client) EmailPreview(ctx context.Context, emailID string, opts PreviewOptions) ([]byte, error) {
+	q := url.Values{}
+	if opts.Width != 0 {
+		q.Set("width", strconv.Itoa(opts.Width))
+	}
+	if opts.Scheme != "" {
+		q.Set("scheme", opts.Scheme)
+	}
+	resp, err := c.send(ctx, http.MethodGet, c.url("/api/emails/"+seg(emailID)+"/preview.png", q), nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, readError(resp)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxPreviewBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("catchbox: preview of %s: %w", emailID, err)
+	}
+	if len(b) > maxPreviewBytes {
+		return nil, fmt.Errorf("catchbox: preview of %s is over %d bytes", emailID, maxPreviewBytes)
+	}
+	return b, nil
 }

@@ -1,8 +1,11 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"image/png"
+	"os"
 	"slices"
 	"testing"
 
@@ -51,4 +54,52 @@ func TestHTMLCheck(t *testing.T) {
 			t.Errorf("unknown email: %v", err)
 		}
 	})
+}
+
+// TestEmailPreview: the shared servers have no Chromium (501 after the query
+// is checked); a server of the test's own with Debian's renders PNGs of the
+// asked width.
+func TestEmailPreview(t *testing.T) {
+	ctx := context.Background()
+	var apiErr *client.Error
+	eachServer(t, func(t *testing.T, s *testserver.Server, c *client.Client) {
+		sendMail(t, s.SMTP, "news@app.example", "preview@default.localhost", "Preview", gridBody)
+		e, err := c.WaitForEmail(ctx, "default", client.Filter{To: "preview@default.localhost"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.EmailPreview(ctx, e.ID, client.PreviewOptions{Width: 500}); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
+			t.Errorf("width 500: %v", err)
+		}
+		if _, err := c.EmailPreview(ctx, e.ID, client.PreviewOptions{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 501 || apiErr.Code != "previews_unavailable" {
+			t.Errorf("without Chromium: %v", err)
+		}
+	})
+
+	chromium := "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		t.Skipf("no Chromium at %s: rendering through the client not tested", chromium)
+	}
+	s, err := testserver.Start(binary, "", hold, "CATCHBOX_CHROMIUM="+chromium)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	c, err := client.New(s.URL, testserver.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendMail(t, s.SMTP, "news@app.example", "preview@default.localhost", "Preview", gridBody)
+	e, err := c.WaitForEmail(ctx, "default", client.Filter{To: "preview@default.localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.EmailPreview(ctx, e.ID, client.PreviewOptions{Width: 375, Scheme: "dark"})
+	if err != nil {
+		t.Fatalf("preview: %v\n%s", err, s.Logs())
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil || img.Bounds().Dx() != 375 {
+		t.Errorf("preview: %v, %v", img.Bounds(), err)
+	}
 }

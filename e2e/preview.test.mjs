@@ -10,7 +10,7 @@ import { execFileSync } from "node:child_process";
 import { createServer } from "node:http";
 import nodemailer from "nodemailer";
 import { startCatchbox, binary } from "./harness.mjs";
-import { browser, closeBrowsers, signIn, axe, cutOff, skip } from "./browser.mjs";
+import { browser, closeBrowsers, signIn, axe, cutOff, skip, chromiumPath } from "./browser.mjs";
 
 const password = "e2e preview password";
 let server;
@@ -27,7 +27,8 @@ before(async () => {
   await new Promise((r) => tracker.listen(0, "127.0.0.1", r));
   const trackerURL = `http://127.0.0.1:${tracker.address().port}`;
 
-  server = await startCatchbox({ CATCHBOX_MAIL_DOMAIN: "mail.test" });
+  // The server renders screenshots with the same Chromium when there is one.
+  server = await startCatchbox({ CATCHBOX_MAIL_DOMAIN: "mail.test", ...(skip ? {} : { CATCHBOX_CHROMIUM: chromiumPath }) });
   execFileSync(binary, ["admin", "user", "create", "alice@example.com", "--org", "default"], {
     env: { ...process.env, CATCHBOX_DATA_DIR: server.dataDir }, input: password + "\n",
   });
@@ -139,6 +140,18 @@ test("the HTML view previews the email at phone, tablet and desktop widths, ligh
     assert.doesNotMatch(csp, /allow-scripts/);
   }
   assert.equal(await page.locator("iframe.body").getAttribute("sandbox"), "allow-popups allow-popups-to-escape-sandbox");
+
+  // The bar links the server's screenshot of the same preview: the session
+  // fetches it, a PNG of the desktop width (its IHDR's width), and the
+  // server's render fetched nothing either.
+  const shot = await page.locator('.preview-bar a:has-text("Screenshot")').getAttribute("href");
+  assert.match(shot, /preview\.png\?scheme=dark&width=1280$/);
+  const res = await page.request.get(server.baseUrl + shot.slice(1));
+  assert.equal(res.status(), 200);
+  assert.equal(res.headers()["content-type"], "image/png");
+  const png = await res.body();
+  assert.equal(png.readUInt32BE(16), 1280, "the screenshot's width");
+  assert.deepEqual(trackerHits, [], "the screenshot loaded remote content");
 
   // Showing images keeps the preview; then the image loads (so the check above can fail).
   await Promise.all([page.waitForURL("**images=1**"), page.click("text=Show images")]);

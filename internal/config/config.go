@@ -96,6 +96,7 @@ type Serve struct {
 	Deliverability     `embed:""`
 	Webhook            `embed:""`
 	Mode               `embed:""`
+	Preview            `embed:""`
 }
 
 // Deliverability configures deliverability reports and spam scores
@@ -242,6 +243,9 @@ func (c *Serve) Validate() error {
 		return err
 	}
 	if err := c.Webhook.validate(); err != nil {
+		return err
+	}
+	if err := c.Preview.validate(); err != nil {
 		return err
 	}
 	return c.Deliverability.validate()

@@ -63,6 +63,9 @@ func TestValidateNamesTheSetting(t *testing.T) {
 		{func(c *config.Serve) { c.TrustedProxies = "nonsense" }, "--trusted-proxies names \"nonsense\""},
 		{func(c *config.Serve) { c.WebhookWorkers = 0 }, "--webhook-workers must be at least 1"},
 		{func(c *config.Serve) { c.ReportTimeout = 0 }, "--report-timeout must be positive"},
+		{func(c *config.Serve) { c.Chromium = "/nonexistent/chromium" }, "--chromium names no program"},
+		{func(c *config.Serve) { c.PreviewWorkers = 0 }, "--preview-workers must be at least 1"},
+		{func(c *config.Serve) { c.PreviewTimeout = 0 }, "--preview-timeout must be positive"},
 	} {
 		cfg := config.Defaults()
 		c.set(&cfg)

@@ -27,6 +27,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/server/servertest"
@@ -73,8 +74,13 @@ const (
 
 func newAPIEnv(t *testing.T, db *store.DB) *apiEnv {
 	t.Helper()
+	return newAPIEnvWith(t, db, servertest.Config(t))
+}
+
+// newAPIEnvWith is newAPIEnv on a configuration of the test's own.
+func newAPIEnvWith(t *testing.T, db *store.DB, cfg config.Serve) *apiEnv {
+	t.Helper()
 	ctx := context.Background()
-	cfg := servertest.Config(t)
 	cfg.WaitHold = 200 * time.Millisecond
 	cfg.TwilioAuthToken = twilioToken
 	svc := servertest.New(t, db, cfg)

@@ -23,6 +23,7 @@ import (
 	"github.com/catchbox/catchbox/internal/linkcheck"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/preview"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
@@ -47,6 +48,8 @@ type Deps struct {
 	Deliverability *deliverability.Service
 	// HTMLCheck answers the email's HTML client support check.
 	HTMLCheck *htmlcheck.Service
+	// Previews answers the email's screenshots (501 without Chromium).
+	Previews *preview.Service
 	// LinkCheck serves the link checks of emails.
 	LinkCheck *linkcheck.Service
 	// Sessions are the dashboard's signed-in users; nil: API keys only.
@@ -174,6 +177,7 @@ func routes(r chi.Router, d Deps) {
 	key.post("/api/emails/{emailId}/deliverability-report", d.Deliverability.RequestReportHandler)
 	key.get("/api/emails/{emailId}/deliverability-report", d.Deliverability.GetReportHandler)
 	key.get("/api/emails/{emailId}/html-check", d.HTMLCheck.CheckHandler)
+	key.get("/api/emails/{emailId}/preview.png", d.Previews.PreviewHandler)
 	key.post("/api/emails/{emailId}/link-check", d.LinkCheck.RequestHandler)
 	key.get("/api/emails/{emailId}/link-check", d.LinkCheck.GetHandler)
 

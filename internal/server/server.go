@@ -43,6 +43,7 @@ import (
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/pop3d"
+	"github.com/catchbox/catchbox/internal/preview"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/sms"
@@ -93,6 +94,9 @@ type Service struct {
 	// HTMLCheck tells which email clients lack the features an email's HTML
 	// uses.
 	HTMLCheck *htmlcheck.Service
+	// Previews renders emails to images with a headless Chromium, when one
+	// is configured.
+	Previews *preview.Service
 	// LinkCheck checks the links and images of received emails.
 	LinkCheck *linkcheck.Service
 
@@ -348,6 +352,10 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Jobs.Register(outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{})
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
 	s.HTMLCheck = htmlcheck.NewService(s.Searcher, s.Tenants)
+	s.Previews = preview.New(preview.Config{Chromium: cfg.Chromium, Timeout: cfg.PreviewTimeout, Workers: cfg.PreviewWorkers}, s.HTMLCheck)
+	if s.Previews.Enabled() {
+		slog.Info("Email previews are rendered with Chromium", "chromium", cfg.Chromium, "workers", cfg.PreviewWorkers)
+	}
 	s.LinkCheck = linkcheck.New(linkcheck.NewChecker(linkcheck.CheckerConfig{AllowPrivate: cfg.AllowPrivate()}),
 		db, s.Jobs, s.Searcher, s.Tenants)
 	s.Webhooks = newWebhooks(cfg, db, s.Jobs, s.Tenants, key, s.Notifier)
@@ -362,7 +370,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	s.Sessions = tenant.NewSessions(s.Tenants, strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"))
 	s.Sessions.ClientAddr = s.Limits.ClientKey
 	s.Web, err = web.New(web.Dashboard{Tenants: s.Tenants, Sessions: s.Sessions, Inbox: s.Inbox, SMS: s.SMS, TOTP: s.TOTP, Chaos: s.Chaos,
-		Outbound: s.Outbound, Deliverability: s.Deliverability, HTMLCheck: s.HTMLCheck, LinkCheck: s.LinkCheck, Notifier: s.Notifier, SMTPEndpoint: s.smtpEndpoint, MailboxPorts: s.mailboxPorts,
+		Outbound: s.Outbound, Deliverability: s.Deliverability, HTMLCheck: s.HTMLCheck, Previews: s.Previews, LinkCheck: s.LinkCheck, Notifier: s.Notifier, SMTPEndpoint: s.smtpEndpoint, MailboxPorts: s.mailboxPorts,
 		MailDomain: cfg.MailDomain, PublicURL: s.publicURL, Key: key})
 	if err != nil {
 		return nil, err
@@ -381,6 +389,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 
 		Deliverability: s.Deliverability,
 		HTMLCheck:      s.HTMLCheck,
+		Previews:       s.Previews,
 		LinkCheck:      s.LinkCheck,
 		Webhooks:       s.Webhooks,
 		Chaos:          s.Chaos,

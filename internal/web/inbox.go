@@ -406,7 +406,7 @@ func (d *Dashboard) EmailHandler(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch tab {
 	case "html":
-		data["Preview"] = previewOf(r, e.ID, false)
+		data["Preview"] = previewOf(r, e.ID, d.Previews.Enabled())
 	case "clients":
 		if data["Check"], err = d.checkOf(r.Context(), e); err != nil {
 			return err

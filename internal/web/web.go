@@ -33,6 +33,7 @@ import (
 	"github.com/catchbox/catchbox/internal/linkcheck"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/preview"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -55,6 +56,7 @@ type Dashboard struct {
 	Outbound       *outbound.API
 	Deliverability *deliverability.Service
 	HTMLCheck      *htmlcheck.Service
+	Previews       *preview.Service
 	LinkCheck      *linkcheck.Service
 	Notifier       notify.Notifier
 	// Chaos holds the namespaces' SMTP fault rules (the settings page's
