@@ -42,7 +42,7 @@ func (c *destinationAddCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	d, created, err := outbound.NewStore(env.db).AddVerifiedDestination(env.ctx, o.ID, addr)
+	d, created, err := outbound.NewStore(env.db, 0, nil).AddVerifiedDestination(env.ctx, o.ID, addr)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (c *destinationListCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	ds, err := outbound.NewStore(env.db).Destinations(env.ctx, o.ID)
+	ds, err := outbound.NewStore(env.db, 0, nil).Destinations(env.ctx, o.ID)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (c *destinationRemoveCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	err = outbound.NewStore(env.db).RemoveDestinationAddress(env.ctx, o.ID, c.Email)
+	err = outbound.NewStore(env.db, 0, nil).RemoveDestinationAddress(env.ctx, o.ID, c.Email)
 	if errors.Is(err, outbound.ErrNotFound) {
 		return fmt.Errorf("organisation %s has no destination %s", o.Name, c.Email)
 	}

@@ -96,7 +96,7 @@ func (c *smsNumberListCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	numbers, err := sms.NewService(env.db, nil, 0).Numbers(env.ctx, o.ID)
+	numbers, err := sms.NewService(env.db, nil, 0, nil).Numbers(env.ctx, o.ID)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func (c *smsNumberAddCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	svc := sms.NewService(env.db, nil, 0)
+	svc := sms.NewService(env.db, nil, 0, nil)
 	n, err := svc.AddNumber(env.ctx, o.ID, sms.NumberSpec{Phone: c.Phone, Country: c.Country, Status: sms.Status(c.Status), IsTest: c.Test})
 	if err != nil {
 		return err

@@ -78,7 +78,7 @@ func TestAdminSMSNumberAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	got, err := sms.NewService(db, nil, 0).NumberByPhone(context.Background(), "+15550001111")
+	got, err := sms.NewService(db, nil, 0, nil).NumberByPhone(context.Background(), "+15550001111")
 	if err != nil || got.Status != sms.StatusActive || got.Country != "US" {
 		t.Fatalf("stored %+v, %v", got, err)
 	}

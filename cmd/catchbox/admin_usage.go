@@ -35,7 +35,7 @@ func (c *orgUsageCmd) Run(a *adminCmd) error {
 	if err != nil {
 		return err
 	}
-	u, err := outbound.NewStore(env.db).MonthlyUsage(env.ctx, o.ID, month)
+	u, err := outbound.NewStore(env.db, 0, nil).MonthlyUsage(env.ctx, o.ID, month)
 	if err != nil {
 		return err
 	}

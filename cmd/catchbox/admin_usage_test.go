@@ -35,7 +35,7 @@ func TestAdminOrgUsage(t *testing.T) {
 	acme, _ := env.tenants.OrgByName(ctx, "acme")
 	globex, _ := env.tenants.OrgByName(ctx, "globex")
 	done()
-	s := outbound.NewStore(db)
+	s := outbound.NewStore(db, 0, nil)
 	create := func(org string, at time.Time, external bool) {
 		t.Helper()
 		s.Now = func() time.Time { return at }

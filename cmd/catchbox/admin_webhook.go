@@ -19,10 +19,13 @@ type webhookCmd struct {
 }
 
 // webhooks builds the webhook service on the admin command's store. Its
-// queue only writes jobs (an endpoint enabled again gets its delivery job);
-// the running server runs them.
+// queue only writes jobs of the one kind it knows (an endpoint enabled again
+// gets its delivery job); the running server runs them.
 func (e *adminEnv) webhooks() *webhook.Service {
-	return webhook.New(e.db, jobs.New(e.db, nil, jobs.Options{}), e.tenants, e.key, webhook.Config{AllowPrivate: true})
+	q := jobs.New(e.db, nil, jobs.Options{})
+	w := webhook.New(e.db, q, e.tenants, e.key, nil, webhook.Config{AllowPrivate: true})
+	q.Register(webhook.DeliverKind, w.Deliver, w.DeliveryLimits())
+	return w
 }
 
 type webhookAddCmd struct {

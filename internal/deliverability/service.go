@@ -12,7 +12,6 @@ import (
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
-	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // Kinds of job of this package.
@@ -42,6 +41,9 @@ type Config struct {
 	Workers int
 	// SpamdWorkers is how many emails one replica scores at once.
 	SpamdWorkers int
+	// Events receives a deliverability.completed event for each completed
+	// report, in the transaction that stores it; nil sends none.
+	Events Events
 }
 
 // Service serves the report endpoints, runs the report and spam scoring
@@ -54,40 +56,49 @@ type Service struct {
 	analyzer *Analyzer
 	reports  reports
 	workers  int
+	events   Events
 	// Now is the clock (tests move it).
 	Now func() time.Time
-	// Webhooks receives a deliverability.completed event for each completed
-	// report, in the transaction that stores it; nil sends none.
-	Webhooks *webhook.Service
 }
 
-// New builds the service and registers its report job with the queue.
+// New builds the service; queue is where its report jobs go (KindReport, run
+// by RunReport: the service's table of job kinds registers it).
 func New(cfg Config, db *store.DB, queue *jobs.Queue, searcher *inbox.Searcher, tenants *tenant.Service) *Service {
-	s := &Service{db: db, queue: queue, searcher: searcher, tenants: tenants, analyzer: cfg.Analyzer,
-		reports: reports{db}, workers: max(cfg.Workers, 1), Now: time.Now}
+	return &Service{db: db, queue: queue, searcher: searcher, tenants: tenants, analyzer: cfg.Analyzer,
+		reports: reports{db}, workers: max(cfg.Workers, 1), events: cfg.Events, Now: time.Now}
+}
+
+// ReportLimits are the job queue's limits of KindReport: a run has the
+// analyzer's time and some to store its report.
+func (s *Service) ReportLimits() jobs.Limits {
 	run, _ := s.analyzer.limits()
-	queue.Register(KindReport, s.runReport, jobs.Limits{Workers: s.workers, MaxAttempts: reportAttempts,
-		Timeout: run + 15*time.Second, Backoff: 5 * time.Second, MaxBackoff: time.Minute})
-	return s
+	return jobs.Limits{Workers: s.workers, MaxAttempts: reportAttempts,
+		Timeout: run + 15*time.Second, Backoff: 5 * time.Second, MaxBackoff: time.Minute}
 }
 
 func (s *Service) now() time.Time { return s.Now() }
 
-// ScoreOnIngest makes every received email whose raw source is kept get a
-// spam_score: a scoring job is enqueued in the ingest transaction and run
-// after the 250, so scoring never slows ingest. Call it when spamd is
-// configured, before the service takes mail.
-func (s *Service) ScoreOnIngest(ing *inbox.Ingester, workers int) {
-	s.queue.Register(KindSpamScore, s.runSpamScore, jobs.Limits{Workers: max(workers, 1), MaxAttempts: 5,
-		Timeout: 2 * time.Minute, Backoff: 10 * time.Second, MaxBackoff: 10 * time.Minute})
-	ing.OnIngest(func(ctx context.Context, tx *store.Tx, e inbox.Stored) error {
+// ScoreOnIngest is the ingest hook that makes every received email whose raw
+// source is kept get a spam_score: a scoring job (KindSpamScore, run by
+// RunSpamScore) is enqueued in the ingest transaction and run after the 250,
+// so scoring never slows ingest. The service uses it when spamd is
+// configured.
+func ScoreOnIngest(queue *jobs.Queue) inbox.IngestHook {
+	return func(ctx context.Context, tx *store.Tx, e inbox.Stored) error {
 		if !e.RawCaptured {
 			return nil // nothing to score: the bytes were not kept
 		}
 		payload, _ := json.Marshal(spamPayload{EmailID: e.ID})
-		_, err := s.queue.Enqueue(ctx, tx, KindSpamScore, payload, jobs.EnqueueOptions{})
+		_, err := queue.Enqueue(ctx, tx, KindSpamScore, payload, jobs.EnqueueOptions{})
 		return err
-	})
+	}
+}
+
+// SpamScoreLimits are the job queue's limits of KindSpamScore, with workers
+// emails scored at once by one replica.
+func SpamScoreLimits(workers int) jobs.Limits {
+	return jobs.Limits{Workers: max(workers, 1), MaxAttempts: 5,
+		Timeout: 2 * time.Minute, Backoff: 10 * time.Second, MaxBackoff: 10 * time.Minute}
 }
 
 type reportPayload struct {
@@ -109,10 +120,10 @@ func expiry(now time.Time, emailExpiresMs int64) time.Time {
 	return exp
 }
 
-// runReport is the report job: it marks the run running, reads the email and
+// RunReport is the report job (KindReport): it marks the run running, reads the email and
 // its envelope, runs the checks, and stores the report with the job's
 // outcome. A run a refresh superseded does nothing.
-func (s *Service) runReport(ctx context.Context, j *jobs.Job) error {
+func (s *Service) RunReport(ctx context.Context, j *jobs.Job) error {
 	var p reportPayload
 	if err := json.Unmarshal(j.Payload, &p); err != nil || p.EmailID == "" {
 		return jobs.Permanent(fmt.Errorf("report payload %q: %v", j.Payload, err))
@@ -182,10 +193,10 @@ func (s *Service) load(ctx context.Context, emailID string) (Input, Source, int6
 	return in, Source{Namespace: ns.Name, EmailID: emailID, ReceivedTimestamp: e.ReceivedTimestamp}, e.ExpiresMs, nil
 }
 
-// runSpamScore is the scoring job: spamd's CHECK of the email as received,
+// RunSpamScore is the scoring job (KindSpamScore): spamd's CHECK of the email as received,
 // written into the stored email with the job's outcome. An email gone or too
 // large to scan is done without a score; spamd not answering is retried.
-func (s *Service) runSpamScore(ctx context.Context, j *jobs.Job) error {
+func (s *Service) RunSpamScore(ctx context.Context, j *jobs.Job) error {
 	var p spamPayload
 	if err := json.Unmarshal(j.Payload, &p); err != nil || p.EmailID == "" {
 		return jobs.Permanent(fmt.Errorf("spam score payload %q: %v", j.Payload, err))

@@ -7,8 +7,19 @@ import (
 	"fmt"
 
 	"github.com/catchbox/catchbox/internal/store"
-	"github.com/catchbox/catchbox/internal/webhook"
 )
+
+// EventCompleted is the type of the event written when a report is ready.
+const EventCompleted = "deliverability.completed"
+
+// Events receives the package's events in the transaction of their cause
+// (webhook.Service writes them to its outbox). It is defined here, where
+// events are emitted, so that deliverability needs nothing of whoever takes
+// them.
+type Events interface {
+	// Emit writes an event of the organisation in the namespace.
+	Emit(ctx context.Context, tx *store.Tx, orgID, namespace, eventType string, data any) error
+}
 
 // CompletedEvent is the data of a deliverability.completed webhook event:
 // which email's report is ready and its verdict; GET
@@ -24,7 +35,7 @@ type CompletedEvent struct {
 // emitCompleted writes the deliverability.completed event of the email's
 // report in tx.
 func (s *Service) emitCompleted(ctx context.Context, tx *store.Tx, emailID string, rep *Report) error {
-	if s.Webhooks == nil {
+	if s.events == nil {
 		return nil
 	}
 	var orgID, ns string
@@ -36,7 +47,7 @@ func (s *Service) emitCompleted(ctx context.Context, tx *store.Tx, emailID strin
 	if err != nil {
 		return fmt.Errorf("deliverability webhook event: %w", err)
 	}
-	return s.Webhooks.Emit(ctx, tx, webhook.Event{OrgID: orgID, Namespace: ns, Type: webhook.DeliverabilityCompleted,
-		Data: CompletedEvent{EmailID: emailID, Namespace: ns, Status: "completed", OverallStatus: rep.OverallStatus,
-			AnalysisVersion: AnalysisVersion}})
+	return s.events.Emit(ctx, tx, orgID, ns, EventCompleted,
+		CompletedEvent{EmailID: emailID, Namespace: ns, Status: "completed", OverallStatus: rep.OverallStatus,
+			AnalysisVersion: AnalysisVersion})
 }

@@ -58,7 +58,7 @@ func newHarness(t *testing.T, db *store.DB, cfg Config) *harness {
 			h.ns[name] = ns
 		}
 	}
-	h.searcher = inbox.NewSearcher(db)
+	h.searcher = inbox.NewSearcher(db, inbox.DefaultColumnBudget)
 	h.ingester = inbox.NewIngester(db, h.notifier)
 	t.Cleanup(h.ingester.Close)
 	h.auth = mailauth.New(ts, 10, time.Minute)

@@ -30,8 +30,9 @@ type Stored struct {
 // batch back, as any failure of the insert does.
 type IngestHook func(ctx context.Context, tx *store.Tx, e Stored) error
 
-// OnIngest adds a hook run for every email stored from now on. Call it
-// before the first Deliver.
+// OnIngest adds a hook run for every email stored from now on (a test's
+// probe; the service gives its hooks to NewIngester). Call it before the
+// first Deliver.
 func (in *Ingester) OnIngest(h IngestHook) {
 	in.mu.Lock()
 	defer in.mu.Unlock()

@@ -44,8 +44,8 @@ import (
 // gains, so stays within a small factor of a fresh load, and each compaction
 // copies no more than what was dropped since the last.
 
-// defaultColumnBudget is the memory the copies may take unless configured.
-const defaultColumnBudget = 128 << 20
+// DefaultColumnBudget is the memory the copies may take unless configured.
+const DefaultColumnBudget = 128 << 20
 
 // estRowBytes estimates a row's memory with its text, to decide before loading
 // whether a namespace fits the budget, until a copy of the namespace over the

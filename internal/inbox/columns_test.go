@@ -37,7 +37,7 @@ func newColumnFixture(t *testing.T) *columnFixture {
 		t.Fatal(err)
 	}
 	f.ns[1] = other
-	f.copies, f.sql = NewSearcher(db), NewSearcher(db)
+	f.copies, f.sql = NewSearcher(db, DefaultColumnBudget), NewSearcher(db, DefaultColumnBudget)
 	f.sql.SetColumnBudget(0)
 	clock := func() time.Time { return time.UnixMilli(f.nowMs) }
 	f.copies.SetClock(clock)

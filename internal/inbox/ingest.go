@@ -150,10 +150,11 @@ type Ingester struct {
 }
 
 // NewIngester starts the ingester's writers: one on SQLite (it has one writer at a
-// time), several on PostgreSQL.
-func NewIngester(db *store.DB, n notify.Notifier) *Ingester {
+// time), several on PostgreSQL. hooks run for every stored email, in its
+// transaction (IngestHook).
+func NewIngester(db *store.DB, n notify.Notifier, hooks ...IngestHook) *Ingester {
 	in := &Ingester{
-		db: db, notifier: n, now: time.Now,
+		db: db, notifier: n, now: time.Now, hooks: hooks,
 		reqs:          make(chan *batchReq, 1024),
 		maxBatchRows:  256,
 		maxBatchBytes: 64 << 20,

@@ -71,7 +71,7 @@ func TestSmallBodiesFollowTheirRawSource(t *testing.T) {
 		a, b, noRaw := layoutNamespaces(t, db)
 		in := NewIngester(db, notify.NewHub())
 		defer in.Close()
-		s := NewSearcher(db)
+		s := NewSearcher(db, DefaultColumnBudget)
 		type sent struct {
 			id, text  string
 			raw       []byte

@@ -55,7 +55,7 @@ func TestRawSourcesMigrated(t *testing.T) {
 		if err := db.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}
-		s := NewSearcher(db)
+		s := NewSearcher(db, DefaultColumnBudget)
 		for id, want := range raws {
 			got, err := s.RawMessage(ctx, id)
 			if want == nil {
@@ -121,7 +121,7 @@ func TestRecipientsKeptByRebuild(t *testing.T) {
 		if n != 6 {
 			t.Errorf("%d recipient rows after the rebuild, want 6", n)
 		}
-		s := NewSearcher(db)
+		s := NewSearcher(db, DefaultColumnBudget)
 		for prefix, want := range map[string]int{"user1@": 1, "shared@": 3, "user": 3, "nobody": 0} {
 			res, err := s.Search(ctx, Query{NamespaceID: ns.ID, Limit: MaxLimit, ToAddrPrefix: prefix})
 			if err != nil {

@@ -46,8 +46,14 @@ type Searcher struct {
 }
 
 // NewSearcher returns a searcher over db.
-func NewSearcher(db *store.DB) *Searcher {
-	return &Searcher{db: db, now: time.Now, cols: newColumnCache(defaultColumnBudget)}
+//
+// columnBudget is the memory, in bytes, that substring searches on SQLite may
+// keep namespaces' columns in (DefaultColumnBudget; 0 for none, see
+// SetColumnBudget).
+func NewSearcher(db *store.DB, columnBudget int64) *Searcher {
+	s := &Searcher{db: db, now: time.Now}
+	s.SetColumnBudget(columnBudget)
+	return s
 }
 
 // SetColumnBudget sets the memory, in bytes, that substring searches on SQLite

@@ -96,7 +96,7 @@ func BenchmarkSearch(b *testing.B) {
 		b.Run(st.name, func(b *testing.B) {
 			db := storetest.Open(b, st.d)
 			ns := seedSearch(b, db, n)
-			s := inbox.NewSearcher(db)
+			s := inbox.NewSearcher(db, inbox.DefaultColumnBudget)
 			if !st.columns {
 				s.SetColumnBudget(0)
 			}

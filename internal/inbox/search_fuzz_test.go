@@ -23,7 +23,7 @@ func FuzzSubstringSearch(f *testing.F) {
 	ns := defaultNamespace(f, db)
 	in := NewIngester(db, notify.NewHub())
 	defer in.Close()
-	copied, compacted, scanned := NewSearcher(db), NewSearcher(db), NewSearcher(db)
+	copied, compacted, scanned := NewSearcher(db, DefaultColumnBudget), NewSearcher(db, DefaultColumnBudget), NewSearcher(db, DefaultColumnBudget)
 	scanned.SetColumnBudget(0)
 	// A first email, copied, then dropped by the quota: the copy keeps it in
 	// its arrays, before its first row.

@@ -51,7 +51,7 @@ func BenchmarkQuotaMemory(b *testing.B) {
 	}
 	in := NewIngester(db, notify.NewHub())
 	defer in.Close()
-	s := NewSearcher(db)
+	s := NewSearcher(db, DefaultColumnBudget)
 	n := 0
 	deliver := func(count int) {
 		var wg sync.WaitGroup

@@ -27,7 +27,7 @@ func TestSubstringSearch(t *testing.T) {
 			send(fmt.Sprintf("filler %04d", i), "filler@example.com")
 		}
 		late := send("=?utf-8?q?=C3=89T=C3=89_late_marker?= (late_marker)", "Late.Sender@Example.com")
-		copied, scanned := NewSearcher(db), NewSearcher(db)
+		copied, scanned := NewSearcher(db, DefaultColumnBudget), NewSearcher(db, DefaultColumnBudget)
 		scanned.SetColumnBudget(0)
 		find := func(q Query) []string {
 			t.Helper()
@@ -139,7 +139,7 @@ func TestSearchIndexDropped(t *testing.T) {
 				t.Errorf("%d tables or triggers of the index left", left)
 			}
 		}
-		s := NewSearcher(db)
+		s := NewSearcher(db, DefaultColumnBudget)
 		res, err := s.Search(ctx, Query{NamespaceID: ns.ID, Limit: MaxLimit, SubjectIncludes: "MARKER"})
 		if err != nil {
 			t.Fatal(err)

@@ -57,12 +57,16 @@ type Service struct {
 	Now func() time.Time
 }
 
-// New builds the service and registers its job with the queue.
+// New builds the service; queue is where its runs go (KindRun, run by Run:
+// the service's table of job kinds registers it).
 func New(checker *Checker, db *store.DB, queue *jobs.Queue, searcher *inbox.Searcher, tenants *tenant.Service) *Service {
-	s := &Service{db: db, queue: queue, searcher: searcher, tenants: tenants, checker: checker, checks: checks{db}, Now: time.Now}
-	queue.Register(KindRun, s.run, jobs.Limits{Workers: RunWorkers, MaxAttempts: runAttempts,
-		Timeout: checker.runTimeout + 15*time.Second, Backoff: 5 * time.Second, MaxBackoff: 30 * time.Second})
-	return s
+	return &Service{db: db, queue: queue, searcher: searcher, tenants: tenants, checker: checker, checks: checks{db}, Now: time.Now}
+}
+
+// RunLimits are the job queue's limits of KindRun.
+func (s *Service) RunLimits() jobs.Limits {
+	return jobs.Limits{Workers: RunWorkers, MaxAttempts: runAttempts,
+		Timeout: s.checker.runTimeout + 15*time.Second, Backoff: 5 * time.Second, MaxBackoff: 30 * time.Second}
 }
 
 // visibleEmail loads the email if the principal's organisation may read it;
@@ -156,10 +160,10 @@ func (s *Service) Get(ctx context.Context, p tenant.Principal, emailID string) (
 	return res, err
 }
 
-// run is the run job: it marks the run running, reads the email, checks its
+// Run is the run job (KindRun): it marks the run running, reads the email, checks its
 // URLs and stores their outcomes with the job's outcome. A run that a newer
 // request superseded does nothing.
-func (s *Service) run(ctx context.Context, j *jobs.Job) error {
+func (s *Service) Run(ctx context.Context, j *jobs.Job) error {
 	var p runPayload
 	if err := json.Unmarshal(j.Payload, &p); err != nil || p.EmailID == "" {
 		return jobs.Permanent(fmt.Errorf("link check payload %q: %v", j.Payload, err))

@@ -45,7 +45,7 @@ type env struct {
 
 func newEnv(t *testing.T, db *store.DB) *env {
 	t.Helper()
-	e := &env{t: t, db: db, s: outbound.NewStore(db), clock: &clock{now: start}}
+	e := &env{t: t, db: db, s: outbound.NewStore(db, 0, nil), clock: &clock{now: start}}
 	e.s.Now = e.clock.Now
 	tenants := tenant.NewService(db, nil, time.Hour)
 	for _, p := range []struct {

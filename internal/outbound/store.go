@@ -12,7 +12,6 @@ import (
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
-	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // Errors of the store; the HTTP layer maps them to statuses.
@@ -31,20 +30,24 @@ const DefaultContentTTL = 7 * 24 * time.Hour
 
 // Store keeps outbound emails, their recipients, attachments and events.
 type Store struct {
-	db *store.DB
+	db     *store.DB
+	events Events
 	// Now is the clock (time.Now); tests move it.
 	Now func() time.Time
 	// ContentTTL is how long attachment bytes and the built message are kept
 	// after creation (DefaultContentTTL).
 	ContentTTL time.Duration
-	// Webhooks receives the outbound.event and outbound.status events, in the
-	// transaction that records them (webhook.go); nil sends none.
-	Webhooks *webhook.Service
 }
 
-// NewStore returns the outbound store over db.
-func NewStore(db *store.DB) *Store {
-	return &Store{db: db, Now: time.Now, ContentTTL: DefaultContentTTL}
+// NewStore returns the outbound store over db. contentTTL is how long
+// attachment bytes and the built message are kept (DefaultContentTTL when not
+// positive); events, which may be nil, receives the outbound.event and
+// outbound.status events in the transaction that records them (webhook.go).
+func NewStore(db *store.DB, contentTTL time.Duration, events Events) *Store {
+	if contentTTL <= 0 {
+		contentTTL = DefaultContentTTL
+	}
+	return &Store{db: db, Now: time.Now, ContentTTL: contentTTL, events: events}
 }
 
 // now is the clock as stored: UTC, whole milliseconds.

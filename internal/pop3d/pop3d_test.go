@@ -40,7 +40,7 @@ func newHarness(t *testing.T, db *store.DB, cfg Config) *harness {
 	t.Helper()
 	ctx := context.Background()
 	ts := tenant.NewService(db, secret.New([]byte("pop3d-test-secret-0123456789abcdef")), 720*time.Hour)
-	h := &harness{t: t, tenants: ts, ns: map[string]tenant.Namespace{}, searcher: inbox.NewSearcher(db)}
+	h := &harness{t: t, tenants: ts, ns: map[string]tenant.Namespace{}, searcher: inbox.NewSearcher(db, inbox.DefaultColumnBudget)}
 	for org, name := range map[string]string{"acme": "alpha", "other": "gamma"} {
 		o, err := ts.CreateOrg(ctx, org, tenant.DefaultTOTPDeviceLimit, true)
 		if err != nil {

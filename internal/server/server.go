@@ -9,8 +9,8 @@
 // what they exercise is what catchbox serve runs.
 //
 // A feature joins the service in New: its service is built there, its endpoints
-// go into the route table (httpapi.routes), and its background work into
-// Service.Workers, one line each.
+// go into the route table (httpapi.routes), its kinds of job into jobKinds, and
+// its periodic work into Service.Workers, one line each.
 package server
 
 import (
@@ -86,8 +86,9 @@ type Service struct {
 	Inbox    *inbox.API
 	SMS      *sms.API
 	TOTP     *totp.Service
-	// Jobs is the durable queue of background work; features register their
-	// kinds of job with it in New, and the "jobs" worker runs them.
+	// Jobs is the durable queue of background work; every kind of job is
+	// registered with it from one table (jobKinds), and the "jobs" worker
+	// runs them.
 	Jobs *jobs.Queue
 	// Deliverability makes deliverability reports and spam scores.
 	Deliverability *deliverability.Service
@@ -310,10 +311,16 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		s.Notifier, degraded = pg, func() bool { return !pg.Healthy() }
 		s.stop, s.notifierDone = stop, pg.Done()
 	}
-	s.Ingester = inbox.NewIngester(db, s.Notifier)
 	s.Jobs = jobs.New(db, s.Notifier, jobs.Options{})
-	s.Searcher = inbox.NewSearcher(db)
-	s.Searcher.SetColumnBudget(planMemory(cfg).searchBytes)
+	// Events leave the domain packages through interfaces they define;
+	// the webhook service takes them all.
+	s.Webhooks = newWebhooks(cfg, db, s.Jobs, s.Tenants, key, s.Notifier)
+	var hooks []inbox.IngestHook
+	if cfg.Deliverability.SpamdAddr != "" {
+		hooks = append(hooks, deliverability.ScoreOnIngest(s.Jobs))
+	}
+	s.Ingester = inbox.NewIngester(db, s.Notifier, append(hooks, inbox.ReceivedHook(s.Webhooks))...)
+	s.Searcher = inbox.NewSearcher(db, planMemory(cfg).searchBytes)
 
 	s.Inbox = &inbox.API{
 		Tenants:   s.Tenants,
@@ -325,32 +332,30 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		Degraded:  degraded,
 	}
 	s.SMS = &sms.API{
-		Service:         sms.NewService(db, s.Notifier, cfg.SMSRetention),
+		Service:         sms.NewService(db, s.Notifier, cfg.SMSRetention, s.Webhooks),
 		Notifier:        s.Notifier,
 		WaitHold:        cfg.WaitHold,
 		Degraded:        degraded,
 		TwilioAuthToken: cfg.TwilioAuthToken,
 		PublicURL:       s.publicURL,
 	}
-	s.TOTP = totp.NewService(db, key)
-	s.Outbound = &outbound.API{Store: outbound.NewStore(db), DB: db, Jobs: s.Jobs, Tenants: s.Tenants,
-		Searcher: s.Searcher, Routes: routing.New(cfg.MailDomain, s.Tenants)}
-	s.Outbound.Store.ContentTTL = cfg.OutboundContentTTL
-	relay, err := cfg.Relay()
+	s.TOTP = totp.NewService(db, key, s.Webhooks)
+	relayCfg, err := cfg.Relay()
 	if err != nil {
 		return nil, err
 	}
-	s.Deliverer = &outbound.Deliverer{Store: s.Outbound.Store, DB: db, Routes: s.Outbound.Routes, Key: key,
-		Ingester: s.Ingester, MaxAge: cfg.OutboundMaxAge}
-	if relay != nil {
-		s.Deliverer.Relay = &outbound.Relay{Relay: *relay, HeloName: cfg.MailDomain}
-		slog.Info("Outbound mail to external recipients goes through the relay", "relay", relay.String())
+	var relay *outbound.Relay
+	if relayCfg != nil {
+		relay = &outbound.Relay{Relay: *relayCfg, HeloName: cfg.MailDomain}
+		slog.Info("Outbound mail to external recipients goes through the relay", "relay", relayCfg.String())
 	}
-	s.Jobs.Register(outbound.DeliveryKind, s.Deliverer.Deliver, outbound.DeliveryLimits)
-	s.Outbound.Verifier = &outbound.Verifier{Relay: s.Deliverer.Relay, Store: s.Outbound.Store, Key: key, PublicURL: s.publicURL,
-		MailDomain: s.Outbound.Routes.Domain()}
-	s.Jobs.Register(outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{})
-	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Ingester)
+	routes := routing.New(cfg.MailDomain, s.Tenants)
+	outStore := outbound.NewStore(db, cfg.OutboundContentTTL, s.Webhooks)
+	s.Deliverer = &outbound.Deliverer{Store: outStore, DB: db, Routes: routes, Key: key,
+		Ingester: s.Ingester, MaxAge: cfg.OutboundMaxAge, Relay: relay}
+	s.Outbound = &outbound.API{Store: outStore, DB: db, Jobs: s.Jobs, Tenants: s.Tenants, Searcher: s.Searcher, Routes: routes,
+		Verifier: &outbound.Verifier{Relay: relay, Store: outStore, Key: key, PublicURL: s.publicURL, MailDomain: routes.Domain()}}
+	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Webhooks)
 	s.HTMLCheck = htmlcheck.NewService(s.Searcher, s.Tenants)
 	s.Previews = preview.New(preview.Config{Chromium: cfg.Chromium, Timeout: cfg.PreviewTimeout, Workers: cfg.PreviewWorkers}, s.HTMLCheck)
 	if s.Previews.Enabled() {
@@ -358,17 +363,12 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	}
 	s.LinkCheck = linkcheck.New(linkcheck.NewChecker(linkcheck.CheckerConfig{AllowPrivate: cfg.AllowPrivate()}),
 		db, s.Jobs, s.Searcher, s.Tenants)
-	s.Webhooks = newWebhooks(cfg, db, s.Jobs, s.Tenants, key, s.Notifier)
-	s.Ingester.OnIngest(inbox.WebhookHook(s.Webhooks))
-	s.SMS.Service.Webhooks, s.Outbound.Store.Webhooks, s.Deliverability.Webhooks = s.Webhooks, s.Webhooks, s.Webhooks
-	s.TOTP.Webhooks = s.Webhooks
 	s.ChaosTable = chaos.NewTable(db)
 	if err := s.ChaosTable.Refresh(ctx); err != nil {
 		return nil, err
 	}
 	s.Chaos = chaos.NewService(db, s.Tenants, s.Notifier, s.ChaosTable)
-	s.Sessions = tenant.NewSessions(s.Tenants, strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"))
-	s.Sessions.ClientAddr = s.Limits.ClientKey
+	s.Sessions = tenant.NewSessions(s.Tenants, strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https://"), s.Limits.ClientKey)
 	s.Web, err = web.New(web.Dashboard{Tenants: s.Tenants, Sessions: s.Sessions, Inbox: s.Inbox, SMS: s.SMS, TOTP: s.TOTP, Chaos: s.Chaos,
 		Outbound: s.Outbound, Deliverability: s.Deliverability, HTMLCheck: s.HTMLCheck, Previews: s.Previews, LinkCheck: s.LinkCheck, Notifier: s.Notifier, SMTPEndpoint: s.smtpEndpoint, MailboxPorts: s.mailboxPorts,
 		MailDomain: cfg.MailDomain, PublicURL: s.publicURL, Key: key})
@@ -459,13 +459,40 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		// they live in the process.
 		s.Workers = append(s.Workers, s.every("throttle-reaper", store.ReapJob(db, "Deleted full throttle buckets", limit.ReapShared)))
 	}
+	for _, k := range s.jobKinds() {
+		s.Jobs.Register(k.name, k.handler, k.limits)
+	}
 	return s, nil
+}
+
+// jobKind is a kind of background job, its handler and its limits.
+type jobKind struct {
+	name    string
+	handler jobs.Handler
+	limits  jobs.Limits
+}
+
+// jobKinds is every kind of background job the service runs and its handler:
+// a kind joins the queue here and nowhere else (a service only enqueues).
+func (s *Service) jobKinds() []jobKind {
+	kinds := []jobKind{
+		{outbound.DeliveryKind, s.Deliverer.Deliver, outbound.DeliveryLimits},
+		{outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{}},
+		{deliverability.KindReport, s.Deliverability.RunReport, s.Deliverability.ReportLimits()},
+		{linkcheck.KindRun, s.LinkCheck.Run, s.LinkCheck.RunLimits()},
+		{webhook.DeliverKind, s.Webhooks.Deliver, s.Webhooks.DeliveryLimits()},
+	}
+	if d := s.Config.Deliverability; d.SpamdAddr != "" { // enqueued by deliverability.ScoreOnIngest
+		kinds = append(kinds, jobKind{deliverability.KindSpamScore, s.Deliverability.RunSpamScore, deliverability.SpamScoreLimits(d.SpamdWorkers)})
+	}
+	return kinds
 }
 
 // newDeliverability builds deliverability reports from the configuration:
 // one resolver for every lookup, the configured blocklists, and spamd when
-// it is set, which also gives every received email its spam_score.
-func newDeliverability(cfg config.Serve, db *store.DB, q *jobs.Queue, searcher *inbox.Searcher, tenants *tenant.Service, ing *inbox.Ingester) *deliverability.Service {
+// it is set (New then gives every received email its spam_score:
+// deliverability.ScoreOnIngest).
+func newDeliverability(cfg config.Serve, db *store.DB, q *jobs.Queue, searcher *inbox.Searcher, tenants *tenant.Service, events deliverability.Events) *deliverability.Service {
 	d := cfg.Deliverability
 	a := &deliverability.Analyzer{
 		Resolver:     deliverability.NewResolver(d.DNSServer, d.DNSTimeout),
@@ -477,16 +504,12 @@ func newDeliverability(cfg config.Serve, db *store.DB, q *jobs.Queue, searcher *
 	if d.SpamdAddr != "" {
 		a.Spamd = &deliverability.Spamd{Addr: d.SpamdAddr, Timeout: d.SpamdTimeout}
 	}
-	svc := deliverability.New(deliverability.Config{Analyzer: a, Workers: d.ReportWorkers}, db, q, searcher, tenants)
-	if a.Spamd != nil {
-		svc.ScoreOnIngest(ing, d.SpamdWorkers)
-	}
-	return svc
+	return deliverability.New(deliverability.Config{Analyzer: a, Workers: d.ReportWorkers, Events: events}, db, q, searcher, tenants)
 }
 
 // newWebhooks builds the webhook service from the configuration.
 func newWebhooks(cfg config.Serve, db *store.DB, q *jobs.Queue, tenants *tenant.Service, key *secret.Key, n notify.Notifier) *webhook.Service {
-	w := webhook.New(db, q, tenants, key, webhook.Config{
+	return webhook.New(db, q, tenants, key, n, webhook.Config{
 		MaxAge:       cfg.WebhookMaxAge,
 		Backoff:      cfg.WebhookBackoff,
 		MaxBackoff:   cfg.WebhookMaxBackoff,
@@ -496,8 +519,6 @@ func newWebhooks(cfg config.Serve, db *store.DB, q *jobs.Queue, tenants *tenant.
 		MaxEndpoints: cfg.WebhookMaxEndpoints,
 		Workers:      cfg.WebhookWorkers,
 	})
-	w.Notifier = n
-	return w
 }
 
 // runJobs runs the job queue's workers until ctx ends, then lets the jobs under

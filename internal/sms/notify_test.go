@@ -21,7 +21,7 @@ func TestReceiveWakesOtherReplicas(t *testing.T) {
 	a := notify.NewPostgres(ctx, db.URL) // the replica that receives
 	b := notify.NewPostgres(ctx, db.URL) // the replica holding the search
 	defer func() { cancel(); <-a.Done(); <-b.Done() }()
-	svc := sms.NewService(db, a, 0)
+	svc := sms.NewService(db, a, 0, nil)
 	receive := func(n sms.Number, body string) {
 		t.Helper()
 		if _, _, err := svc.Receive(ctx, n, sms.Inbound{From: "+15551230001", Body: body}); err != nil {

@@ -24,7 +24,6 @@ import (
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
-	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // Status is an SMS number's state (the seed's SmsNumber status).
@@ -147,19 +146,30 @@ type Service struct {
 	notifier  notify.Notifier
 	retention time.Duration
 	now       func() time.Time
-	// Webhooks receives an sms.received event for each stored message, in
-	// its transaction; nil sends none.
-	Webhooks *webhook.Service
+	events    Events
+}
+
+// EventReceived is the type of the event written for every stored message.
+const EventReceived = "sms.received"
+
+// Events receives the package's events in the transaction of their cause
+// (webhook.Service writes them to its outbox). It is defined here, where
+// events are emitted, so that sms needs nothing of whoever takes them.
+type Events interface {
+	// Emit writes an event of the organisation; namespace is "" for none.
+	Emit(ctx context.Context, tx *store.Tx, orgID, namespace, eventType string, data any) error
 }
 
 // NewService returns the SMS service over db. notifier, which may be nil (the
 // admin command), is woken after each stored message; retention is how long a
-// message is kept (DefaultRetention when not positive).
-func NewService(db *store.DB, notifier notify.Notifier, retention time.Duration) *Service {
+// message is kept (DefaultRetention when not positive); events, which may be
+// nil, receives an sms.received event for each stored message, in its
+// transaction.
+func NewService(db *store.DB, notifier notify.Notifier, retention time.Duration, events Events) *Service {
 	if retention <= 0 {
 		retention = DefaultRetention
 	}
-	return &Service{db: db, notifier: notifier, retention: retention, now: time.Now}
+	return &Service{db: db, notifier: notifier, retention: retention, now: time.Now, events: events}
 }
 
 // SetClock replaces the clock (tests).
@@ -311,8 +321,10 @@ func (s *Service) Receive(ctx context.Context, n Number, in Inbound) (m Message,
 		if added, err = res.RowsAffected(); err != nil || added == 0 {
 			return err
 		}
-		if err := s.Webhooks.Emit(ctx, tx, webhook.Event{OrgID: n.OrgID, Type: webhook.SMSReceived, Data: m}); err != nil {
-			return err
+		if s.events != nil {
+			if err := s.events.Emit(ctx, tx, n.OrgID, "", EventReceived, m); err != nil {
+				return err
+			}
 		}
 		if s.notifier == nil {
 			return nil

@@ -398,7 +398,7 @@ func TestRetentionIsConfigurable(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
-		svc := sms.NewService(db, nil, time.Minute)
+		svc := sms.NewService(db, nil, time.Minute, nil)
 		base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 		svc.SetClock(func() time.Time { return base })
 		if _, _, err := svc.Receive(ctx, e.active, sms.Inbound{From: "+15551230001", Body: "brief"}); err != nil {

@@ -119,7 +119,7 @@ func TestWaitRechecksWhileDegraded(t *testing.T) {
 		e.api.Degraded = func() bool { return true }
 		done := e.holdSearch("/api/sms/+15550001111/messages?wait=true")
 		e.waitForWaiters()
-		silent := sms.NewService(db, nil, 0)
+		silent := sms.NewService(db, nil, 0, nil)
 		if _, _, err := silent.Receive(context.Background(), e.active, sms.Inbound{From: "+15551230001", Body: "lost wake-up"}); err != nil {
 			t.Fatal(err)
 		}

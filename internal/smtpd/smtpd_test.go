@@ -243,7 +243,7 @@ func (h *harness) recipients(emailID string) []string {
 
 func (h *harness) rawSource(emailID string) []byte {
 	h.t.Helper()
-	data, err := inbox.NewSearcher(h.db).RawMessage(context.Background(), emailID)
+	data, err := inbox.NewSearcher(h.db, inbox.DefaultColumnBudget).RawMessage(context.Background(), emailID)
 	if err != nil {
 		h.t.Fatalf("read raw message: %v", err)
 	}

@@ -120,12 +120,16 @@ type Sessions struct {
 }
 
 // NewSessions returns the sessions of the service's users with the default
-// lifetimes and throttles.
-func NewSessions(s *Service, secure bool) *Sessions {
+// lifetimes and throttles. clientAddr names the client of a request for the
+// per-address throttle (nil: its RemoteAddr).
+func NewSessions(s *Service, secure bool, clientAddr func(*http.Request) string) *Sessions {
+	if clientAddr == nil {
+		clientAddr = func(r *http.Request) string { return r.RemoteAddr }
+	}
 	ss := &Sessions{
 		Tenants: s, IdleTimeout: DefaultSessionIdle, MaxAge: DefaultSessionMaxAge, Secure: secure,
 		CrossOrigin: http.NewCrossOriginProtection(),
-		ClientAddr:  func(r *http.Request) string { return r.RemoteAddr },
+		ClientAddr:  clientAddr,
 	}
 	if s.db.Shared() {
 		a := limit.NewShared(s.db, "signin-addr", 1/addrFailureEvery.Seconds(), addrFailures)

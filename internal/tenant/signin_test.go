@@ -51,7 +51,7 @@ func TestSignInLinks(t *testing.T) {
 		}
 
 		now := time.Now()
-		sessions := tenant.NewSessions(svc, false)
+		sessions := tenant.NewSessions(svc, false, nil)
 		sessions.SetClock(func() time.Time { return now })
 		use := func(token string) (*http.Cookie, error) {
 			w := httptest.NewRecorder()

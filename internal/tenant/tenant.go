@@ -21,7 +21,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/store"
 )
@@ -429,13 +429,13 @@ type Settings struct {
 }
 
 // Validate checks the settings' bounds; the error names the field at fault.
-func (s *Service) Validate(st Settings) *httpx.FieldError {
+func (s *Service) Validate(st Settings) *problem.FieldError {
 	if st.RetentionTime != nil && (*st.RetentionTime < MinRetention || *st.RetentionTime > s.retentionMax) {
-		return &httpx.FieldError{Field: "retention_time",
+		return &problem.FieldError{Field: "retention_time",
 			Detail: fmt.Sprintf("must be between %d and %d seconds", MinRetention, s.retentionMax)}
 	}
 	if st.QuotaLimit != nil && (*st.QuotaLimit < 1 || *st.QuotaLimit > MaxQuotaLimit) {
-		return &httpx.FieldError{Field: "quota_limit",
+		return &problem.FieldError{Field: "quota_limit",
 			Detail: fmt.Sprintf("must be between 1 and %d, or null for the server default", MaxQuotaLimit)}
 	}
 	return nil

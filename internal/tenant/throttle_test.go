@@ -43,7 +43,7 @@ func signinService(t *testing.T, db *store.DB) *tenant.Service {
 // remote host, as with no proxy in front, and its clock stands still, so
 // that no budget refills while a test runs.
 func newSessions(svc *tenant.Service) *tenant.Sessions {
-	ss := tenant.NewSessions(svc, false)
+	ss := tenant.NewSessions(svc, false, nil)
 	now := time.Date(2026, 11, 22, 3, 23, 50, 0, time.UTC)
 	ss.SetClock(func() time.Time { return now })
 	ss.ClientAddr = func(r *http.Request) string {

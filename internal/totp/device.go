@@ -12,11 +12,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
-	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // Sources name how a device was created (the TotpDevice source field).
@@ -106,9 +105,20 @@ type Service struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Log receives the service's log lines (slog.Default()). Secrets never go there.
 	Log *slog.Logger
-	// Webhooks receives the device.expired events (AnnounceExpired); nil
-	// sends none.
-	Webhooks *webhook.Service
+
+	events Events
+}
+
+// EventExpired is the type of the event written when a device expires
+// (AnnounceExpired).
+const EventExpired = "device.expired"
+
+// Events receives the package's events in the transaction of their cause
+// (webhook.Service writes them to its outbox). It is defined here, where
+// events are emitted, so that totp needs nothing of whoever takes them.
+type Events interface {
+	// Emit writes an event of the organisation; namespace is "" for none.
+	Emit(ctx context.Context, tx *store.Tx, orgID, namespace, eventType string, data any) error
 }
 
 // sealPurpose separates the device-secret encryption key from every other key
@@ -116,9 +126,10 @@ type Service struct {
 const sealPurpose = "totp-device-secret"
 
 // NewService returns the device service over db; secrets are sealed with a key
-// derived from the server key.
-func NewService(db *store.DB, key *secret.Key) *Service {
-	return &Service{db: db, sealer: key.Sealer(sealPurpose), Now: time.Now, Sleep: SleepContext, Log: slog.Default()}
+// derived from the server key. events, which may be nil, receives the
+// device.expired events (AnnounceExpired).
+func NewService(db *store.DB, key *secret.Key, events Events) *Service {
+	return &Service{db: db, sealer: key.Sealer(sealPurpose), Now: time.Now, Sleep: SleepContext, Log: slog.Default(), events: events}
 }
 
 // SleepContext waits d, or until ctx ends (the client went away).
@@ -140,20 +151,20 @@ func associated(orgID, deviceID string) []byte {
 }
 
 // Validate checks a device before it is saved, at now.
-func Validate(in NewDevice, now time.Time) *httpx.FieldError {
+func Validate(in NewDevice, now time.Time) *problem.FieldError {
 	if len(in.Secret) == 0 {
-		return &httpx.FieldError{Field: "secret", Detail: ErrSecretEmpty.Error()}
+		return &problem.FieldError{Field: "secret", Detail: ErrSecretEmpty.Error()}
 	}
 	if fe := in.Params.Check(); fe != nil {
 		return fe
 	}
 	for _, f := range []struct{ name, v string }{{"name", in.Name}, {"username", in.Username}, {"issuer", in.Issuer}} {
 		if d := CheckText(f.v); d != "" {
-			return &httpx.FieldError{Field: f.name, Detail: d}
+			return &problem.FieldError{Field: f.name, Detail: d}
 		}
 	}
 	if !in.ExpiresAt.IsZero() && !in.ExpiresAt.After(now) {
-		return &httpx.FieldError{Field: "expires_at", Detail: "must be in the future"}
+		return &problem.FieldError{Field: "expires_at", Detail: "must be in the future"}
 	}
 	return nil
 }
@@ -348,12 +359,12 @@ func (s *Service) DeviceOTP(ctx context.Context, orgID, id string, minValid time
 
 // CheckMinValid refuses a minimum validity that is not below the period: no code
 // of that period could satisfy it (the seed's Limits section).
-func CheckMinValid(minValid time.Duration, period int) *httpx.FieldError {
+func CheckMinValid(minValid time.Duration, period int) *problem.FieldError {
 	if minValid < 0 {
-		return &httpx.FieldError{Field: "min_seconds_until_expire", Detail: "must be at least 0"}
+		return &problem.FieldError{Field: "min_seconds_until_expire", Detail: "must be at least 0"}
 	}
 	if minValid >= time.Duration(period)*time.Second {
-		return &httpx.FieldError{Field: "min_seconds_until_expire", Code: "min_seconds_not_below_period",
+		return &problem.FieldError{Field: "min_seconds_until_expire", Code: "min_seconds_not_below_period",
 			Detail: fmt.Sprintf("must be less than the period (%d seconds)", period)}
 	}
 	return nil

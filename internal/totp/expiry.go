@@ -8,7 +8,6 @@ import (
 
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/store"
-	"github.com/catchbox/catchbox/internal/webhook"
 )
 
 // ExpiredEvent is the data of a device.expired webhook event.
@@ -74,8 +73,8 @@ func (s *Service) announceBatch(ctx context.Context) (int, error) {
 			return fmt.Errorf("read expired devices: %w", err)
 		}
 		for _, e := range es {
-			if now.Sub(time.UnixMilli(e.at)) < announceWindow {
-				if err := s.Webhooks.Emit(ctx, tx, webhook.Event{OrgID: e.orgID, Type: webhook.DeviceExpired, Data: e.ev}); err != nil {
+			if s.events != nil && now.Sub(time.UnixMilli(e.at)) < announceWindow {
+				if err := s.events.Emit(ctx, tx, e.orgID, "", EventExpired, e.ev); err != nil {
 					return err
 				}
 			}

@@ -19,7 +19,7 @@ import (
 	"hash"
 	"strings"
 
-	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/problem"
 	"time"
 )
 
@@ -80,18 +80,18 @@ var DefaultParams = Params{Digits: DefaultDigits, Period: DefaultPeriod, Algorit
 
 // Check reports the first parameter out of its range, named by its API field, or
 // nil when all are valid.
-func (p Params) Check() *httpx.FieldError {
+func (p Params) Check() *problem.FieldError {
 	if p.Digits != 6 && p.Digits != 8 {
-		return &httpx.FieldError{Field: "digits", Detail: "must be 6 or 8"}
+		return &problem.FieldError{Field: "digits", Detail: "must be 6 or 8"}
 	}
 	if p.Period < MinPeriod || p.Period > MaxPeriod {
-		return &httpx.FieldError{Field: "period", Detail: fmt.Sprintf("must be between %d and %d seconds", MinPeriod, MaxPeriod)}
+		return &problem.FieldError{Field: "period", Detail: fmt.Sprintf("must be between %d and %d seconds", MinPeriod, MaxPeriod)}
 	}
 	switch p.Algorithm {
 	case SHA1, SHA256, SHA512:
 		return nil
 	}
-	return &httpx.FieldError{Field: "algorithm", Detail: "must be SHA1, SHA256 or SHA512"}
+	return &problem.FieldError{Field: "algorithm", Detail: "must be SHA1, SHA256 or SHA512"}
 }
 
 // withDefaults is p with the default of every parameter left unset.

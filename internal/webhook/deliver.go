@@ -84,12 +84,12 @@ type outcome struct {
 	res  result // the attempt, when not dead
 }
 
-// runDelivery is the delivery job of one endpoint: it sends the endpoint's
+// Deliver is the delivery job of one endpoint (DeliverKind): it sends the endpoint's
 // oldest pending messages, in order, each once, stopping at the first that
 // fails (or at the batch's limits) and, in the transaction that records the
 // attempts, schedules what follows (reschedule). It always ends done; only a
 // failure of the store makes the queue retry it.
-func (s *Service) runDelivery(ctx context.Context, j *jobs.Job) error {
+func (s *Service) Deliver(ctx context.Context, j *jobs.Job) error {
 	var p jobPayload
 	if err := json.Unmarshal(j.Payload, &p); err != nil || p.EndpointID == "" {
 		return jobs.Permanent(fmt.Errorf("webhook job payload %q: %v", j.Payload, err))

@@ -118,11 +118,11 @@ type Service struct {
 	cfg     Config
 	guard   *egress.Guard // checks endpoints' URLs and every connection to them
 	client  *http.Client
+	// notifier, when set, carries changes of endpoints to the other
+	// replicas (Watch), which drop their cached endpoints.
+	notifier notify.Notifier
 	// Now is the clock (tests move it).
 	Now func() time.Time
-	// Notifier, when set, carries changes of endpoints to the other
-	// replicas (Watch), which drop their cached endpoints.
-	Notifier notify.Notifier
 
 	mu      sync.Mutex
 	cache   map[string]cachedOrg          // organisation id → its enabled endpoints
@@ -148,27 +148,30 @@ type filter struct {
 // PostgreSQL, at the notification (Watch).
 const cacheTTL = time.Second
 
-// New builds the service and registers its delivery job with queue. tenants
-// may be nil (the admin command line), which skips the namespace check.
-func New(db *store.DB, queue *jobs.Queue, tenants *tenant.Service, key *secret.Key, cfg Config) *Service {
-	s := &Service{db: db, queue: queue, tenants: tenants, sealer: key.Sealer("webhook-secret"),
+// New builds the service; queue is where its delivery jobs go (DeliverKind,
+// run by Deliver: the service's table of job kinds registers it). tenants may
+// be nil (the admin command line), which skips the namespace check. notifier,
+// which may be nil, carries changes of endpoints to the other replicas.
+func New(db *store.DB, queue *jobs.Queue, tenants *tenant.Service, key *secret.Key, notifier notify.Notifier, cfg Config) *Service {
+	s := &Service{db: db, queue: queue, tenants: tenants, notifier: notifier, sealer: key.Sealer("webhook-secret"),
 		cfg: cfg.withDefaults(), Now: time.Now, cache: map[string]cachedOrg{}, txLocks: map[*store.Tx]map[string]bool{}}
 	s.guard = &egress.Guard{AllowPrivate: s.cfg.AllowPrivate, Resolver: s.cfg.Resolver}
 	s.client = newClient(s.cfg.Timeout, s.guard)
-	if queue != nil {
-		// Attempts of the job are not deliveries (those are recorded by the
-		// job itself, which always ends done): the job's own retries only
-		// cover failures of the store.
-		queue.Register(DeliverKind, s.runDelivery, jobs.Limits{Workers: s.cfg.Workers, MaxAttempts: 50,
-			Timeout: s.cfg.Timeout + 30*time.Second, Backoff: time.Second, MaxBackoff: time.Minute})
-	}
 	return s
+}
+
+// DeliveryLimits are the job queue's limits of DeliverKind. Attempts of the
+// job are not deliveries (those are recorded by the job itself, which always
+// ends done): the job's own retries only cover failures of the store.
+func (s *Service) DeliveryLimits() jobs.Limits {
+	return jobs.Limits{Workers: s.cfg.Workers, MaxAttempts: 50,
+		Timeout: s.cfg.Timeout + 30*time.Second, Backoff: time.Second, MaxBackoff: time.Minute}
 }
 
 func (s *Service) now() time.Time { return s.Now().UTC().Truncate(time.Millisecond) }
 
-// Event is something that happened, for the endpoints of OrgID that want it.
-type Event struct {
+// event is something that happened, for the endpoints of OrgID that want it.
+type event struct {
 	OrgID string
 	// Namespace is the namespace the event belongs to, "" for none (SMS):
 	// an endpoint with a namespace filter gets only its namespace's events.
@@ -193,7 +196,7 @@ func (s *Service) Wants(ctx context.Context, orgID, namespace, eventType string)
 	if s == nil {
 		return false, nil
 	}
-	ids, err := s.matching(ctx, Event{OrgID: orgID, Namespace: namespace, Type: eventType})
+	ids, err := s.matching(ctx, event{OrgID: orgID, Namespace: namespace, Type: eventType})
 	return len(ids) > 0, err
 }
 
@@ -206,13 +209,21 @@ func (s *Service) Active(ctx context.Context, orgID string) (bool, error) {
 	return len(eps) > 0, err
 }
 
-// Emit writes ev to the outbox in tx, one message per enabled endpoint of its
-// organisation that wants it, and schedules the delivery of endpoints that
-// had nothing pending. It costs a map lookup when none wants it.
-func (s *Service) Emit(ctx context.Context, tx *store.Tx, ev Event) error {
+// Emit writes an event of the organisation to the outbox in tx, one message
+// per enabled endpoint of the organisation that wants it, and schedules the
+// delivery of endpoints that had nothing pending. namespace is the namespace
+// the event belongs to, "" for none (SMS): an endpoint with a namespace filter
+// gets only its namespace's events. data is marshalled to JSON only when an
+// endpoint wants the event, which costs a map lookup when none does.
+//
+// The domain packages that emit events (inbox, sms, outbound,
+// deliverability, totp) each define the interface they call it through, so
+// that none of them imports this package.
+func (s *Service) Emit(ctx context.Context, tx *store.Tx, orgID, namespace, eventType string, data any) error {
 	if s == nil {
 		return nil
 	}
+	ev := event{OrgID: orgID, Namespace: namespace, Type: eventType, Data: data}
 	ids, err := s.matching(ctx, ev)
 	if err != nil || len(ids) == 0 {
 		return err
@@ -232,7 +243,7 @@ func (s *Service) Emit(ctx context.Context, tx *store.Tx, ev Event) error {
 
 // matching returns the ids of the enabled endpoints of ev's organisation that
 // want ev.
-func (s *Service) matching(ctx context.Context, ev Event) ([]string, error) {
+func (s *Service) matching(ctx context.Context, ev event) ([]string, error) {
 	eps, err := s.enabled(ctx, ev.OrgID)
 	if err != nil {
 		return nil, err
@@ -302,19 +313,19 @@ const changesTopic = "webhooks:endpoints"
 // commits, and in the other replicas' (Watch).
 func (s *Service) changed(ctx context.Context, tx *store.Tx, orgID string) error {
 	tx.AfterCommit(func() { s.forget(orgID) })
-	if s.Notifier == nil {
+	if s.notifier == nil {
 		return nil
 	}
-	return s.Notifier.Announce(ctx, tx, changesTopic)
+	return s.notifier.Announce(ctx, tx, changesTopic)
 }
 
 // Watch drops the cached endpoints whenever another replica changes one,
 // until ctx ends.
 func (s *Service) Watch(ctx context.Context) error {
-	if s.Notifier == nil {
+	if s.notifier == nil {
 		return nil
 	}
-	sub := s.Notifier.Subscribe(changesTopic)
+	sub := s.notifier.Subscribe(changesTopic)
 	defer sub.Close()
 	for {
 		select {

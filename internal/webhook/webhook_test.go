@@ -583,7 +583,7 @@ func TestSeveralEventsInOneTransaction(t *testing.T) {
 		org, _ := e.svc.Tenants.OrgByName(ctx, "default")
 		e.createEndpoint(map[string]any{"event_types": []string{"sms.received"}})
 		emit := func(tx *store.Tx, n int) error {
-			return e.svc.Webhooks.Emit(ctx, tx, webhook.Event{OrgID: org.ID, Type: webhook.SMSReceived, Data: map[string]int{"n": n}})
+			return e.svc.Webhooks.Emit(ctx, tx, org.ID, "", webhook.SMSReceived, map[string]int{"n": n})
 		}
 		err := db.InTx(ctx, func(tx *store.Tx) error {
 			for i := range 3 {

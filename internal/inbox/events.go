@@ -4,8 +4,19 @@ import (
 	"context"
 
 	"github.com/catchbox/catchbox/internal/store"
-	"github.com/catchbox/catchbox/internal/webhook"
 )
+
+// EventReceived is the type of the event written for every stored email.
+const EventReceived = "email.received"
+
+// Events receives the package's events in the transaction of their cause
+// (webhook.Service writes them to its outbox, to be sent to the
+// organisation's endpoints). It is defined here, where events are emitted,
+// so that inbox needs nothing of whoever takes them.
+type Events interface {
+	// Emit writes an event of the organisation; namespace is "" for none.
+	Emit(ctx context.Context, tx *store.Tx, orgID, namespace, eventType string, data any) error
+}
 
 // ReceivedEvent is the data of an email.received webhook event: the Email
 // resource without its bodies and headers (GET /api/emails/{id} has them),
@@ -25,22 +36,20 @@ type ReceivedEvent struct {
 	Attachments       []AttachmentSummary `json:"attachments,omitempty"`
 }
 
-// WebhookHook is the ingest hook that writes an email.received event for
+// ReceivedHook is the ingest hook that writes an email.received event for
 // every stored email, in its transaction, for the namespace's organisation
 // and the one it is shared with.
-func WebhookHook(w *webhook.Service) IngestHook {
+func ReceivedHook(events Events) IngestHook {
 	return func(ctx context.Context, tx *store.Tx, st Stored) error {
-		e := st.Email
-		ev := webhook.Event{OrgID: st.Namespace.OrgID, Namespace: st.Namespace.Name, Type: webhook.EmailReceived,
-			Data: ReceivedEvent{ID: e.ID, Namespace: st.Namespace.Name, From: e.From, To: e.To, Cc: e.Cc, Bcc: e.Bcc,
-				Subject: e.Subject, ReceivedDate: e.ReceivedDate, ReceivedTimestamp: e.ReceivedTimestamp,
-				ExpiresTimestamp: e.ExpiresTimestamp, Attachments: e.Attachments}}
-		if err := w.Emit(ctx, tx, ev); err != nil {
+		e, ns := st.Email, st.Namespace
+		data := ReceivedEvent{ID: e.ID, Namespace: ns.Name, From: e.From, To: e.To, Cc: e.Cc, Bcc: e.Bcc,
+			Subject: e.Subject, ReceivedDate: e.ReceivedDate, ReceivedTimestamp: e.ReceivedTimestamp,
+			ExpiresTimestamp: e.ExpiresTimestamp, Attachments: e.Attachments}
+		if err := events.Emit(ctx, tx, ns.OrgID, ns.Name, EventReceived, data); err != nil {
 			return err
 		}
-		if shared := st.Namespace.SharedOrgID; shared != "" && shared != ev.OrgID {
-			ev.OrgID = shared
-			return w.Emit(ctx, tx, ev)
+		if shared := ns.SharedOrgID; shared != "" && shared != ns.OrgID {
+			return events.Emit(ctx, tx, shared, ns.Name, EventReceived, data)
 		}
 		return nil
 	}
