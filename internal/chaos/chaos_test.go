@@ -13,6 +13,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 type fixture struct {
@@ -311,13 +312,7 @@ func TestWatchSeesChangesMadeElsewhere(t *testing.T) {
 		if _, err := admin.SetRules(ctx, f.owner, chaos.SetRequest{Namespace: "flaky", Rules: []chaos.Rule{{Stage: chaos.StageData, Reply: "554"}}}); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(3 * chaos.RefreshInterval)
-		for !f.table.Has(f.ns.ID, chaos.StageData) {
-			if time.Now().After(deadline) {
-				t.Fatal("the table did not see a change made by another process")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testkit.WaitFor(t, "the table to see a change made by another process", func() bool { return f.table.Has(f.ns.ID, chaos.StageData) })
 		cancel()
 		<-done
 	})

@@ -7,15 +7,18 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // arriveWhenHeld waits until a request is held on h, then marks the arrival
-// and publishes the topics.
-func arriveWhenHeld(h *Hub, topics ...string) *atomic.Bool {
+// and publishes the topics. A request never held fails t, and the arrival is
+// published all the same so that the hold ends instead of hanging the test.
+func arriveWhenHeld(t *testing.T, h *Hub, topics ...string) *atomic.Bool {
 	var arrived atomic.Bool
 	go func() {
-		for h.Waiters() == 0 {
-			time.Sleep(time.Millisecond)
+		if !testkit.Eventually(testkit.Patience, func() bool { return h.Waiters() > 0 }) {
+			t.Errorf("no request held on the hub after %v", testkit.Patience)
 		}
 		arrived.Store(true)
 		for _, topic := range topics {
@@ -39,7 +42,7 @@ func TestUntil(t *testing.T) {
 	})
 	t.Run("a wake-up re-checks and answers", func(t *testing.T) {
 		h := NewHub()
-		arrived := arriveWhenHeld(h, "other", "t") // "other" is not ours: no answer
+		arrived := arriveWhenHeld(t, h, "other", "t") // "other" is not ours: no answer
 		got, err := Until(ctx, h, Want{Topic: "t"}, Policy{Hold: time.Hour}, func(context.Context) (string, bool, error) {
 			return "mail", arrived.Load(), nil
 		})
@@ -113,7 +116,7 @@ func TestAnswer(t *testing.T) {
 	})
 	t.Run("a held request is answered with the match", func(t *testing.T) {
 		h := NewHub()
-		arrived := arriveWhenHeld(h, "t")
+		arrived := arriveWhenHeld(t, h, "t")
 		w, err := answer(true, h, func(context.Context) (page, bool, error) {
 			if arrived.Load() {
 				return page{Total: 1}, true, nil

@@ -22,6 +22,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // harness is an SMTP listener and a POP3 listener on 127.0.0.1:0 over one
@@ -238,22 +239,16 @@ func TestRetrieveWhatSMTPStored(t *testing.T) {
 	})
 }
 
+// eventuallyCount waits until alpha holds want emails.
 func eventuallyCount(t *testing.T, h *harness, want int) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testkit.Await(t, fmt.Sprintf("%d emails in alpha", want), func() (int, bool) {
 		n, err := h.searcher.Count(context.Background(), h.ns["alpha"].ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d emails, want %d", n, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n, n == want
+	})
 }
 
 // Wrong credentials, and another organisation's namespace with this one's

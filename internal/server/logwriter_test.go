@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writers (the log's
@@ -76,18 +78,10 @@ func TestLogWriterWritesFullBatchesAndLateOnes(t *testing.T) {
 	lw = newLogWriter(late)
 	lw.delay = 20 * time.Millisecond
 	lw.Write([]byte("late\n"))
-	deadline := time.Now().Add(10 * time.Second)
-	for late.String() != "late\n" {
-		if time.Now().After(deadline) {
-			t.Fatalf("a line was not written after the delay: %q", late.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	written := func(want string) func() (string, bool) {
+		return func() (string, bool) { s := late.String(); return s, s == want }
 	}
+	testkit.Await(t, "the line written after the delay", written("late\n"))
 	lw.Write([]byte("later\n")) // a new batch after the first was written
-	for late.String() != "late\nlater\n" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the second batch was not written after the delay: %q", late.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Await(t, "the second batch written after the delay", written("late\nlater\n"))
 }
