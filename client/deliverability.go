@@ -168,6 +168,16 @@ type ContentSection struct {
 	ImageCount      int   `json:"image_count"`
 	AttachmentCount int   `json:"attachment_count"`
 	BulkLooking     bool  `json:"bulk_looking"`
+	// HTMLCheck sums up the HTML check of an HTML body (Client.HTMLCheck has
+	// it whole); nil without one.
+	HTMLCheck *struct {
+		Score        float64  `json:"score"`
+		Features     []string `json:"features"`
+		FeatureCount int      `json:"feature_count"`
+		// UnsupportedByMajorClients are the features Gmail, Outlook, Apple
+		// Mail or Yahoo! Mail does not support on one of its platforms.
+		UnsupportedByMajorClients []string `json:"unsupported_by_major_clients"`
+	} `json:"html_check,omitempty"`
 }
 
 // DNSSection is the From domain's records and the client's reverse DNS.

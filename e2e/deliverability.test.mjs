@@ -66,7 +66,7 @@ test("a report for a mail sent over SMTP completes with every section", async ()
   const started = await api("POST", path);
   assert.equal(started.status, 202);
   assert.equal(started.body.status, "pending");
-  assert.equal(started.body.analysis_version, "1.0.0");
+  assert.equal(started.body.analysis_version, "1.1.0");
   assert.match(started.body.expires_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
   let res;
@@ -100,6 +100,10 @@ test("a report for a mail sent over SMTP completes with every section", async ()
   assert.equal(report.content.has_text, true);
   assert.equal(report.content.has_html, true);
   assert.equal(report.content.link_count, 1);
+  // The content section refers to the HTML check: the same score, no issue of its own.
+  const check = await fetch(`${server.baseUrl}api/emails/${email.id}/html-check`, { headers: { "X-Api-Key": server.apiKey } }).then((r) => r.json());
+  assert.equal(report.content.html_check.score, check.data.score);
+  assert.equal(report.content.html_check.feature_count, check.data.features.length);
   if (spamd) {
     assert.equal(report.spamassassin.available, true);
     assert.equal(typeof report.spamassassin.score, "number");

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
+
+	"github.com/catchbox/catchbox/internal/htmlcheck"
 )
 
 // ContentResult is the content section: what spam filters read in the
@@ -25,6 +27,53 @@ type ContentResult struct {
 	// BulkLooking is whether the message looks like bulk mail (a mailing
 	// list, a newsletter), which receivers hold to stricter rules.
 	BulkLooking bool `json:"bulk_looking"`
+	// HTMLCheck sums up what the HTML check finds in the HTML body; nil
+	// without one.
+	HTMLCheck *HTMLCheckSummary `json:"html_check,omitempty"`
+}
+
+// HTMLCheckSummary is the HTML check's finding (GET
+// /api/emails/{emailId}/html-check, which has it whole, with places and notes)
+// as the content section refers to it. Which clients render the HTML is no
+// matter for spam filters, so it raises no issue; it is here because the
+// content section is where a sender reads about the body.
+type HTMLCheckSummary struct {
+	// Score is the check's overall score, 0 to 100.
+	Score float64 `json:"score"`
+	// Features names the features some client lacks, the most unsupported
+	// first (at most maxHTMLCheckFeatures); FeatureCount counts them all.
+	Features     []string `json:"features"`
+	FeatureCount int      `json:"feature_count"`
+	// Unsupported names those that Gmail, Outlook, Apple Mail or Yahoo! Mail
+	// does not support on one of its platforms.
+	Unsupported []string `json:"unsupported_by_major_clients"`
+}
+
+// maxHTMLCheckFeatures is how many feature names the summary lists.
+const maxHTMLCheckFeatures = 20
+
+// majorClients are the families the summary names features for.
+var majorClients = []string{"gmail", "outlook", "apple-mail", "yahoo"}
+
+// summarizeHTMLCheck checks the HTML body against the email clients.
+func summarizeHTMLCheck(body string) *HTMLCheckSummary {
+	rep, err := htmlcheck.Check(body)
+	if err != nil {
+		return nil
+	}
+	s := &HTMLCheckSummary{Score: rep.Score, FeatureCount: len(rep.Features), Features: []string{}, Unsupported: []string{}}
+	for _, f := range rep.Features {
+		if len(s.Features) < maxHTMLCheckFeatures {
+			s.Features = append(s.Features, f.Name)
+		}
+		if slices.ContainsFunc(f.Unsupported, func(c string) bool {
+			fam, _, _ := strings.Cut(c, ".")
+			return slices.Contains(majorClients, fam)
+		}) {
+			s.Unsupported = append(s.Unsupported, f.Name)
+		}
+	}
+	return s
 }
 
 // Thresholds of the content check (docs/api.md gives the reasons).
@@ -68,6 +117,9 @@ func checkContent(e *env) (*ContentResult, []link) {
 	links := mergeLinks(h.links, textLinks(m.Text))
 	r.LinkCount, r.ImageCount = len(links), h.images
 	r.BulkLooking = bulkLooking(m.Headers, m.Text+" "+h.text)
+	if r.HasHTML {
+		r.HTMLCheck = summarizeHTMLCheck(m.HTML)
+	}
 	r.checkStructure(m.Text, h)
 	r.checkSize()
 	r.checkLinks(links)

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/catchbox/catchbox/internal/htmlcheck"
 )
 
 // TestContentFixtures reads the fixture messages field by field.
@@ -83,4 +85,36 @@ func toStrings(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// TestContentRefersToHTMLCheck: the content section sums up the HTML check of
+// the HTML body (the same score, the features some client lacks, those a
+// major client does not support) and raises no issue for it; a message
+// without HTML has no summary.
+func TestContentRefersToHTMLCheck(t *testing.T) {
+	raw := crlf("From: a@promo.test\nTo: b@default.localhost\nSubject: Grid\nDate: Wed, 25 Nov 2026 09:00:00 +0000\n" +
+		"Message-ID: <g@promo.test>\nContent-Type: text/html; charset=utf-8\n\n<div style=\"display:grid;border-radius:4px\">Hi</div>\n")
+	r, _ := checkContent(newEnv(Input{Raw: raw}, nil))
+	if r.HTMLCheck == nil {
+		t.Fatal("no html_check summary for an HTML body")
+	}
+	want, err := htmlcheck.Check("<div style=\"display:grid;border-radius:4px\">Hi</div>\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.HTMLCheck.Score != want.Score || r.HTMLCheck.FeatureCount != len(want.Features) || len(r.HTMLCheck.Features) != len(want.Features) {
+		t.Errorf("summary %+v, check %v with %d features", r.HTMLCheck, want.Score, len(want.Features))
+	}
+	if !slices.Contains(r.HTMLCheck.Unsupported, "display:grid") {
+		t.Errorf("display:grid, which Outlook on Windows does not support, is not among %v", r.HTMLCheck.Unsupported)
+	}
+	for _, i := range r.Issues {
+		if strings.Contains(i.Code, "html_check") || strings.Contains(i.Code, "client") {
+			t.Errorf("the HTML check raised issue %s", i.Code)
+		}
+	}
+	r, _ = checkContent(newEnv(Input{Raw: crlf("From: a@promo.test\nSubject: x\n\nplain\n")}, nil))
+	if r.HTMLCheck != nil {
+		t.Errorf("a text message has a summary: %+v", r.HTMLCheck)
+	}
 }

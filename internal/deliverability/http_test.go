@@ -187,7 +187,7 @@ func TestReportLifecycle(t *testing.T) {
 			t.Fatalf("GET before a request: %d %v", code, body)
 		}
 		code, body := e.call("POST", path, e.key)
-		if code != 202 || body["status"] != "pending" || body["analysis_version"] != "1.0.0" || body["expires_at"] == nil || body["report"] != nil {
+		if code != 202 || body["status"] != "pending" || body["analysis_version"] != "1.1.0" || body["expires_at"] == nil || body["report"] != nil {
 			t.Fatalf("first POST: %d %v", code, body)
 		}
 		// The workers have not started: the run is still pending.

@@ -27,7 +27,7 @@ import (
 
 // AnalysisVersion is the report's analysis_version (semantic: a change of
 // what a check finds or how it words it bumps it).
-const AnalysisVersion = "1.0.0"
+const AnalysisVersion = "1.1.0"
 
 // Report is the seed's report object: the overall verdict, which email it
 // is about, and the seven sections.

@@ -14,6 +14,9 @@ type reportSection struct {
 	Status string
 	Issues []deliverability.Issue
 	JSON   string
+	// HTMLCheck is the content section's summary of the HTML check, which
+	// the page links to the Client support tab.
+	HTMLCheck *deliverability.HTMLCheckSummary
 }
 
 // reportSections are the report's checks in the order the page shows them.
@@ -52,12 +55,13 @@ func (d *Dashboard) reportView(r *http.Request, emailID string) (map[string]any,
 				continue
 			}
 			var s struct {
-				Status string                 `json:"status"`
-				Issues []deliverability.Issue `json:"issues"`
+				Status    string                           `json:"status"`
+				Issues    []deliverability.Issue           `json:"issues"`
+				HTMLCheck *deliverability.HTMLCheckSummary `json:"html_check"`
 			}
 			json.Unmarshal(raw, &s)
 			pretty, _ := json.MarshalIndent(json.RawMessage(raw), "", "  ")
-			secs = append(secs, reportSection{Name: name, Status: s.Status, Issues: s.Issues, JSON: string(pretty)})
+			secs = append(secs, reportSection{Name: name, Status: s.Status, Issues: s.Issues, JSON: string(pretty), HTMLCheck: s.HTMLCheck})
 		}
 		out["Sections"] = secs
 	}
