@@ -3,7 +3,7 @@
 // that send sign-up mail, password resets and one-time codes.
 //
 // A Client has a typed method for every endpoint the server serves (namespaces
-// and their settings, SMTP settings, inbox search, latest, by id, deletion,
+// and their settings, SMTP settings, SMTP fault rules, inbox search, latest, by id, deletion,
 // attachments,
 // raw source, share links, SMS numbers and messages, virtual SMS, TOTP devices
 // and one-time passwords, sending, replying and forwarding with the outbound

@@ -7,6 +7,10 @@
 # /proc/PID/stat over the run), and the end prints the medians and the median of
 # the pairs' ratios. Run from the repository root.
 #   REPS=8  SIZES="small large html"  MESSAGES=3000  CONNS=8
+# BENCH_SMTP and BENCH_HTTP move the servers' fixed addresses (two runs at once).
+# SETUP, when set, is a shell command run once each server answers, before the
+# load (with HTTP set to its address and the API key benchkey12345), to give
+# both builds the same state: namespaces, fault rules, ...
 set -eu
 [ $# -eq 2 ] || { echo "usage: $0 BASE_BINARY NEW_BINARY" >&2; exit 2; }
 GO=${GO:-go}
@@ -15,8 +19,8 @@ REPS=${REPS:-8}
 SIZES=${SIZES:-small large html}
 MESSAGES=${MESSAGES:-3000}
 CONNS=${CONNS:-8}
-SMTP=127.0.0.1:23625
-HTTP=127.0.0.1:29126
+SMTP=${BENCH_SMTP:-127.0.0.1:23625}
+HTTP=${BENCH_HTTP:-127.0.0.1:29126}
 mkdir -p "$OUT"
 cp "$1" "$OUT/catchbox-base"
 cp "$2" "$OUT/catchbox-new"
@@ -38,6 +42,7 @@ run() {
 		i=$((i + 1)); [ $i -lt 300 ] || { echo "catchbox-$1 did not start; see $OUT/server.log" >&2; exit 1; }
 		sleep 0.1
 	done
+	[ -z "${SETUP:-}" ] || HTTP=$HTTP sh -c "$SETUP" >>"$OUT/server.log" 2>&1
 	c0=$(cpu $PID)
 	rate=$("$OUT/catchbox-bench" smtp --label "$1" --addr $SMTP --messages "$MESSAGES" --conns "$CONNS" --size "$2" |
 		sed -n 's/.*rate=\([0-9.]*\)\/s.*/\1/p')

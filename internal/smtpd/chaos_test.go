@@ -81,6 +81,32 @@ func TestChaosRcpt(t *testing.T) {
 	})
 }
 
+// TestChaosRcptDisconnect answers RCPT with the rule's reply and closes the
+// connection after it; without a reply it closes at once.
+func TestChaosRcptDisconnect(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		h := newChaosHarness(t, db, Config{})
+		h.rules("alpha", chaos.Rule{Stage: chaos.StageRcpt, Match: "quiet@*", Disconnect: true},
+			chaos.Rule{Stage: chaos.StageRcpt, Reply: "421 4.7.0 Closing for a test", Disconnect: true})
+		r := h.raw()
+		r.mustReply(220)
+		r.cmd("EHLO client.example", 250)
+		r.cmd("MAIL FROM:<app@example.com>", 250)
+		if msg := r.cmd("RCPT TO:<a@alpha.localhost>", 421); msg != "4.7.0 Closing for a test" {
+			t.Fatalf("RCPT answered %q", msg)
+		}
+		r.send("NOOP")
+		r.expectClosed()
+
+		r = h.raw()
+		r.mustReply(220)
+		r.cmd("EHLO client.example", 250)
+		r.cmd("MAIL FROM:<app@example.com>", 250)
+		r.send("RCPT TO:<quiet@alpha.localhost>")
+		r.expectClosed()
+	})
+}
+
 // TestChaosDataReplacesThe354 answers DATA with the rule's reply instead of
 // 354; the client sends no message and the connection stays usable.
 func TestChaosDataReplacesThe354(t *testing.T) {

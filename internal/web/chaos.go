@@ -94,6 +94,9 @@ func ruleAction(r chaos.Rule) string {
 // SetChaosHandler answers POST /inboxes/{namespace}/chaos: the rules as
 // JSON, {"rules": [...]} as the API takes them, replace the list.
 func (d *Dashboard) SetChaosHandler(w http.ResponseWriter, r *http.Request) error {
+	if d.Chaos == nil {
+		return notFound("Page")
+	}
 	n, err := d.ownNamespace(r)
 	if err != nil {
 		return err
@@ -128,6 +131,9 @@ func parseRulesJSON(text string) ([]chaos.Rule, error) {
 // AddChaosHandler answers POST /inboxes/{namespace}/chaos/add: one rule from
 // the form's fields, added at the end of the list.
 func (d *Dashboard) AddChaosHandler(w http.ResponseWriter, r *http.Request) error {
+	if d.Chaos == nil {
+		return notFound("Page")
+	}
 	n, err := d.ownNamespace(r)
 	if err != nil {
 		return err
@@ -187,6 +193,9 @@ func (f chaosAddForm) rule(i int) (chaos.Rule, error) {
 // RemoveChaosHandler answers POST /inboxes/{namespace}/chaos/remove: the
 // rule at index goes, the others keep their order.
 func (d *Dashboard) RemoveChaosHandler(w http.ResponseWriter, r *http.Request) error {
+	if d.Chaos == nil {
+		return notFound("Page")
+	}
 	n, err := d.ownNamespace(r)
 	if err != nil {
 		return err
@@ -212,6 +221,9 @@ func (d *Dashboard) RemoveChaosHandler(w http.ResponseWriter, r *http.Request) e
 
 // ClearChaosHandler answers POST /inboxes/{namespace}/chaos/clear.
 func (d *Dashboard) ClearChaosHandler(w http.ResponseWriter, r *http.Request) error {
+	if d.Chaos == nil {
+		return notFound("Page")
+	}
 	n, err := d.ownNamespace(r)
 	if err != nil {
 		return err
