@@ -159,6 +159,9 @@ test("a disconnect after the message, before the reply, stores nothing", async (
   const line = faulted();
   assert.equal(line.length, 1, "the transaction's log line names the rule");
   assert.equal(JSON.parse(line[0]).result, "faulted");
+  // And counted in the metrics, by stage and action.
+  const metrics = await (await fetch(server.baseUrl + "metrics")).text();
+  assert.match(metrics, /^catchbox_smtp_chaos_faults_total\{action="disconnect",stage="after_data"\} 1$/m);
   await clearRules("flaky");
 });
 
