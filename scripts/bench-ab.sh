@@ -11,6 +11,8 @@
 # SETUP, when set, is a shell command run once each server answers, before the
 # load (with HTTP set to its address and the API key benchkey12345), to give
 # both builds the same state: namespaces, fault rules, ...
+#   BENCH_POSTGRES_URL=postgres://...: each server on a fresh schema of that
+#   PostgreSQL database (one replica) instead of SQLite
 set -eu
 [ $# -eq 2 ] || { echo "usage: $0 BASE_BINARY NEW_BINARY" >&2; exit 2; }
 GO=${GO:-go}
@@ -27,14 +29,32 @@ cp "$2" "$OUT/catchbox-new"
 $GO build -o "$OUT/catchbox-bench" ./cmd/catchbox-bench
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 PID=
-trap '[ -z "$PID" ] || kill "$PID" 2>/dev/null || true' EXIT INT TERM
+SCHEMA=
+cleanup() {
+	[ -z "$PID" ] || kill "$PID" 2>/dev/null || true
+	[ -z "$SCHEMA" ] || psql -q "$BENCH_POSTGRES_URL" -c "DROP SCHEMA $SCHEMA CASCADE" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT INT TERM
+
+# dburl: sets DBURL to a fresh schema of BENCH_POSTGRES_URL's database (the
+# previous one is dropped), or to nothing for SQLite.
+DBURL=
+dburl() {
+	[ -n "${BENCH_POSTGRES_URL:-}" ] || return 0
+	[ -z "$SCHEMA" ] || psql -q "$BENCH_POSTGRES_URL" -c "DROP SCHEMA $SCHEMA CASCADE" >/dev/null 2>&1
+	SCHEMA=catchbox_ab_$$_$(date +%s%N)
+	psql -q "$BENCH_POSTGRES_URL" -c "CREATE SCHEMA $SCHEMA" >/dev/null
+	case $BENCH_POSTGRES_URL in *\?*) sep='&' ;; *) sep='?' ;; esac
+	DBURL="$BENCH_POSTGRES_URL${sep}search_path=$SCHEMA,public"
+}
 
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # run VARIANT SIZE: one fresh server, one ingest run; prints one result line.
 run() {
 	rm -rf "$OUT/data"; mkdir -p "$OUT/data"
-	CATCHBOX_DATA_DIR=$OUT/data CATCHBOX_API_KEY=benchkey12345 CATCHBOX_SMTP_ADDR=$SMTP CATCHBOX_IMAP_ADDR= CATCHBOX_POP3_ADDR= CATCHBOX_HTTP_ADDR=$HTTP \
+	dburl
+	CATCHBOX_DATABASE_URL=$DBURL CATCHBOX_DATA_DIR=$OUT/data CATCHBOX_API_KEY=benchkey12345 CATCHBOX_SMTP_ADDR=$SMTP CATCHBOX_IMAP_ADDR= CATCHBOX_POP3_ADDR= CATCHBOX_HTTP_ADDR=$HTTP \
 		CATCHBOX_SECRET_KEY=bench-secret-key-0123456789 "$OUT/catchbox-$1" serve >>"$OUT/server.log" 2>&1 &
 	PID=$!
 	i=0
@@ -52,11 +72,15 @@ run() {
 }
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg); $MESSAGES messages over $CONNS connections per run"
-for rep in $(seq 1 "$REPS"); do
-	for size in $SIZES; do
-		if [ $((rep % 2)) = 1 ]; then run base "$size"; run new "$size"; else run new "$size"; run base "$size"; fi
+# The runs are a pipeline's subshell: the last schema is dropped there.
+{
+	for rep in $(seq 1 "$REPS"); do
+		for size in $SIZES; do
+			if [ $((rep % 2)) = 1 ]; then run base "$size"; run new "$size"; else run new "$size"; run base "$size"; fi
+		done
 	done
-done | tee "$OUT/runs.txt"
+	cleanup
+} | tee "$OUT/runs.txt"
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 # pairs: "size rate_ratio cpu_ratio" for each repetition, new / base.

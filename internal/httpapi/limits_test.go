@@ -379,53 +379,55 @@ func TestParallelGoodKeyServed(t *testing.T) {
 // A burst of 10,000 requests with wrong keys from two addresses is logged in
 // under 100 lines (each kind of refusal from each address once per
 // interval, with a count: four lines, and two more every 10 s the burst
-// lasts), while the metrics count every one.
+// lasts), while the metrics count every one; on both stores, where the keys
+// that get past the throttle are looked up.
 func TestBadKeyFloodLogsFewLines(t *testing.T) {
-	db := storetest.Open(t, store.SQLite)
-	var buf logBuffer
-	saved := slog.Default()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
-	t.Cleanup(func() { slog.SetDefault(saved) })
-	e := newLimitEnv(t, db, func(*config.Serve) {})
-	before := authAttempts(t, e)
-	startLog := len(buf.String())
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		var buf logBuffer
+		saved := slog.Default()
+		slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
+		t.Cleanup(func() { slog.SetDefault(saved) })
+		e := newLimitEnv(t, db, func(*config.Serve) {})
+		before := authAttempts(t, e)
+		startLog := len(buf.String())
 
-	const n, addrs, workers = 10000, 2, 16
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var failed atomic.Int32
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				code, err := e.fetch(fmt.Sprintf("127.0.1.%d", 1+i%addrs), fmt.Sprintf("cbx_guess-%d", i), "/api/test")
-				if err != nil || (code != 401 && code != 429) {
-					failed.Add(1)
+		const n, addrs, workers = 10000, 2, 16
+		jobs := make(chan int)
+		var wg sync.WaitGroup
+		var failed atomic.Int32
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range jobs {
+					code, err := e.fetch(fmt.Sprintf("127.0.1.%d", 1+i%addrs), fmt.Sprintf("cbx_guess-%d", i), "/api/test")
+					if err != nil || (code != 401 && code != 429) {
+						failed.Add(1)
+					}
 				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	if failed.Load() > 0 {
-		t.Fatalf("%d requests failed or were not refused", failed.Load())
-	}
-	if got := authAttempts(t, e) - before; got != n {
-		t.Fatalf("catchbox_auth_attempts_total{kind=\"api_key\"} grew by %v, want %d", got, n)
-	}
-	burst := buf.String()[startLog:]
-	lines := strings.Count(burst, "\n")
-	if lines >= 100 {
-		t.Fatalf("%d log lines for %d refused requests, want under 100:\n%s", lines, n, burst)
-	}
-	if !strings.Contains(burst, `"code":"invalid_api_key"`) || !strings.Contains(burst, `"code":"too_many_auth_failures"`) {
-		t.Fatalf("the refusals are not in the log:\n%s", burst)
-	}
-	t.Logf("%d requests, %d log lines", n, lines)
+			}()
+		}
+		for i := 0; i < n; i++ {
+			jobs <- i
+		}
+		close(jobs)
+		wg.Wait()
+		if failed.Load() > 0 {
+			t.Fatalf("%d requests failed or were not refused", failed.Load())
+		}
+		if got := authAttempts(t, e) - before; got != n {
+			t.Fatalf("catchbox_auth_attempts_total{kind=\"api_key\"} grew by %v, want %d", got, n)
+		}
+		burst := buf.String()[startLog:]
+		lines := strings.Count(burst, "\n")
+		if lines >= 100 {
+			t.Fatalf("%d log lines for %d refused requests, want under 100:\n%s", lines, n, burst)
+		}
+		if !strings.Contains(burst, `"code":"invalid_api_key"`) || !strings.Contains(burst, `"code":"too_many_auth_failures"`) {
+			t.Fatalf("the refusals are not in the log:\n%s", burst)
+		}
+		t.Logf("%d requests, %d log lines", n, lines)
+	})
 }
 
 // authAttempts is the sum of catchbox_auth_attempts_total{kind="api_key"} on

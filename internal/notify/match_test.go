@@ -172,3 +172,27 @@ func sorted(events []Event) []Event {
 	}
 	return out
 }
+
+// BenchmarkPublishAndAnnounce is what an email costs the writer beyond the
+// topic-wide wake-up it had before: building its announcement's payload, and
+// looking up its facts among 1,000 held searches on distinct prefixes.
+func BenchmarkPublishAndAnnounce(b *testing.B) {
+	p := &Postgres{Hub: NewHub(), replica: "r1"}
+	for i := range 1000 {
+		p.Watch(Want{Topic: "ns:1", Terms: []Term{{"to", Prefix, []string{fmt.Sprintf("user%04d@", i)}}}})
+	}
+	e := Event{Topic: "ns:0123456789abcdef0123456789abcdef", Complete: true, Facts: []Fact{
+		{"to", "user0042@default.localhost"}, {"from", "bench@bench.localhost"}, {"subject", "bench-abcdef-000042"}}}
+	e1 := e
+	e1.Topic = "ns:1"
+	b.Run("payload", func(b *testing.B) {
+		for b.Loop() {
+			p.payloads([]Event{e})
+		}
+	})
+	b.Run("publish", func(b *testing.B) {
+		for b.Loop() {
+			p.PublishEvents(context.Background(), e1)
+		}
+	})
+}

@@ -269,7 +269,8 @@ func TestSecretRotation(t *testing.T) {
 // (400 webhook_url_private), and an endpoint that got past that check (the
 // admin command adds any URL; a name may resolve elsewhere later) is refused
 // at every connection: its attempt records the refusal and nothing is reached.
-// Server mode here is the mode rule's default for a service with a public URL.
+// Server mode here is the mode rule's default for a service with a public URL;
+// it runs on both stores, where endpoints and their attempts are kept.
 // In local mode the same URLs are accepted and those leading to loopback are
 // delivered to.
 func TestPrivateTargets(t *testing.T) {
@@ -278,66 +279,67 @@ func TestPrivateTargets(t *testing.T) {
 		return "http://" + host + ":" + port + "/hook"
 	}
 	t.Run("server mode", func(t *testing.T) {
-		db := storetest.Open(t, store.SQLite)
-		cfg := testConfig(t)
-		cfg.PublicURL = "https://catchbox.example"
-		cfg.WebhookMaxEndpoints = 200
-		if cfg.AllowPrivate() {
-			t.Fatal("a service with a public URL allows private targets")
-		}
-		e := newEnv(t, db, cfg)
-		e.svc.Webhooks.SetResolver(egresstest.Resolver(t))
-		ctx := context.Background()
-		org, _ := e.svc.Tenants.OrgByName(ctx, "default")
-		endpoints := map[string]string{} // id → host
-		for _, f := range egresstest.Forms {
-			st, out := e.call("POST", "/api/webhooks", map[string]any{"url": url(e, f.Host)})
-			errs, _ := out["errors"].([]any)
-			if st != http.StatusBadRequest || out["code"] != "webhook_url_private" || len(errs) != 1 ||
-				errs[0].(map[string]any)["field"] != "url" || !strings.Contains(fmt.Sprint(out["message"]), "CATCHBOX_ALLOW_PRIVATE_TARGETS") {
-				t.Errorf("create %s: %d %v, want 400 webhook_url_private on url", f.Host, st, out)
+		storetest.Each(t, func(t *testing.T, db *store.DB) {
+			cfg := testConfig(t)
+			cfg.PublicURL = "https://catchbox.example"
+			cfg.WebhookMaxEndpoints = 200
+			if cfg.AllowPrivate() {
+				t.Fatal("a service with a public URL allows private targets")
 			}
-			ep, err := e.svc.Webhooks.Create(ctx, org.ID, webhookSpec(url(e, f.Host)))
-			if err != nil {
-				t.Fatal(err)
+			e := newEnv(t, db, cfg)
+			e.svc.Webhooks.SetResolver(egresstest.Resolver(t))
+			ctx := context.Background()
+			org, _ := e.svc.Tenants.OrgByName(ctx, "default")
+			endpoints := map[string]string{} // id → host
+			for _, f := range egresstest.Forms {
+				st, out := e.call("POST", "/api/webhooks", map[string]any{"url": url(e, f.Host)})
+				errs, _ := out["errors"].([]any)
+				if st != http.StatusBadRequest || out["code"] != "webhook_url_private" || len(errs) != 1 ||
+					errs[0].(map[string]any)["field"] != "url" || !strings.Contains(fmt.Sprint(out["message"]), "CATCHBOX_ALLOW_PRIVATE_TARGETS") {
+					t.Errorf("create %s: %d %v, want 400 webhook_url_private on url", f.Host, st, out)
+				}
+				ep, err := e.svc.Webhooks.Create(ctx, org.ID, webhookSpec(url(e, f.Host)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				endpoints[ep.ID] = f.Host
 			}
-			endpoints[ep.ID] = f.Host
-		}
-		// A change of URL is checked as a creation is.
-		id, _ := e.createEndpoint(map[string]any{"url": "https://public.test/hook"})
-		st, out := e.call("PATCH", "/api/webhooks/"+id, map[string]any{"url": url(e, "0x7f.1")})
-		if st != http.StatusBadRequest || out["code"] != "webhook_url_private" {
-			t.Errorf("change to 0x7f.1: %d %v", st, out)
-		}
-		e.call("DELETE", "/api/webhooks/"+id, nil)
+			// A change of URL is checked as a creation is.
+			id, _ := e.createEndpoint(map[string]any{"url": "https://public.test/hook"})
+			st, out := e.call("PATCH", "/api/webhooks/"+id, map[string]any{"url": url(e, "0x7f.1")})
+			if st != http.StatusBadRequest || out["code"] != "webhook_url_private" {
+				t.Errorf("change to 0x7f.1: %d %v", st, out)
+			}
+			e.call("DELETE", "/api/webhooks/"+id, nil)
 
-		e.start()
-		e.deliver("to private targets")
-		for id, host := range endpoints {
-			var msg string
-			waitFor(t, "the attempt to "+host, func() bool {
-				_, out := e.call("GET", "/api/webhooks/"+id+"/deliveries", nil)
-				ds, _ := out["data"].([]any)
-				if len(ds) == 0 {
-					return false
+			e.start()
+			e.deliver("to private targets")
+			for id, host := range endpoints {
+				var msg string
+				waitFor(t, "the attempt to "+host, func() bool {
+					_, out := e.call("GET", "/api/webhooks/"+id+"/deliveries", nil)
+					ds, _ := out["data"].([]any)
+					if len(ds) == 0 {
+						return false
+					}
+					atts, _ := ds[0].(map[string]any)["attempts"].([]any)
+					if len(atts) == 0 {
+						return false
+					}
+					msg, _ = atts[0].(map[string]any)["error"].(string)
+					return true
+				})
+				refused := strings.HasPrefix(msg, "refused to connect to ") && strings.Contains(msg, "CATCHBOX_ALLOW_PRIVATE_TARGETS")
+				unresolved := strings.Contains(msg, "no such host") && (strings.HasPrefix(host, "missing.") || strings.HasSuffix(host, ".invalid"))
+				// mixed.test has a public address too, which may be dialled.
+				if !refused && !unresolved && host != "mixed.test" {
+					t.Errorf("attempt to %s: %q, want a refusal", host, msg)
 				}
-				atts, _ := ds[0].(map[string]any)["attempts"].([]any)
-				if len(atts) == 0 {
-					return false
-				}
-				msg, _ = atts[0].(map[string]any)["error"].(string)
-				return true
-			})
-			refused := strings.HasPrefix(msg, "refused to connect to ") && strings.Contains(msg, "CATCHBOX_ALLOW_PRIVATE_TARGETS")
-			unresolved := strings.Contains(msg, "no such host") && (strings.HasPrefix(host, "missing.") || strings.HasSuffix(host, ".invalid"))
-			// mixed.test has a public address too, which may be dialled.
-			if !refused && !unresolved && host != "mixed.test" {
-				t.Errorf("attempt to %s: %q, want a refusal", host, msg)
 			}
-		}
-		if n := len(e.recv.requests()); n != 0 {
-			t.Errorf("the receiver got %d requests", n)
-		}
+			if n := len(e.recv.requests()); n != 0 {
+				t.Errorf("the receiver got %d requests", n)
+			}
+		})
 	})
 	t.Run("local mode", func(t *testing.T) {
 		db := storetest.Open(t, store.SQLite)
