@@ -214,3 +214,8 @@ func TestRenderTimeLimit(t *testing.T) {
 		t.Errorf("missing browser: %v", err)
 	}
 }
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
