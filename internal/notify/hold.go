@@ -3,7 +3,9 @@ package notify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"net/http"
 	"time"
 
@@ -39,6 +41,7 @@ type Policy struct {
 func Until[T any](ctx context.Context, n Notifier, w Want, p Policy, look func(context.Context) (T, bool, error)) (T, error) {
 	sub := n.Watch(w)
 	defer sub.Close()
+	look = apart(look)
 	res, ok, err := look(ctx)
 	if err != nil || ok {
 		return res, err
@@ -124,4 +127,33 @@ func Answer[T any](w http.ResponseWriter, r *http.Request, hold bool, n Notifier
 	}
 	httpx.WriteJSON(w, http.StatusOK, res)
 	return nil
+}
+
+// apart returns look run on a goroutine of its own each time. A held request
+// waits on its own goroutine for as long as its hold, and a goroutine keeps
+// the stack it once grew: a search through SQLite grows it to tens of
+// kilobytes, which thousands of held requests would each keep (held waits'
+// memory, docs/benchmarks.md). The look's goroutine ends with the look, and
+// its stack with it. A panic in look is logged and returned as an error.
+func apart[T any](look func(context.Context) (T, bool, error)) func(context.Context) (T, bool, error) {
+	type result struct {
+		res T
+		ok  bool
+		err error
+	}
+	return func(ctx context.Context) (T, bool, error) {
+		c := make(chan result, 1)
+		go func() {
+			defer func() {
+				if p := recover(); p != nil {
+					slog.Error("Panic in a held request's look", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					c <- result{err: fmt.Errorf("look panicked: %v", p)}
+				}
+			}()
+			res, ok, err := look(ctx)
+			c <- result{res, ok, err}
+		}()
+		r := <-c
+		return r.res, r.ok, r.err
+	}
 }

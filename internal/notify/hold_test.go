@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,6 +55,12 @@ func TestUntil(t *testing.T) {
 		_, err := Until(ctx, NewHub(), Want{Topic: "t"}, Policy{Hold: 20 * time.Millisecond}, func(context.Context) (int, bool, error) { return 0, false, nil })
 		if !errors.Is(err, ErrHoldEnded) {
 			t.Fatalf("err = %v, want ErrHoldEnded", err)
+		}
+	})
+	t.Run("a panic in a look is an error", func(t *testing.T) {
+		_, err := Until(ctx, NewHub(), Want{Topic: "t"}, Policy{Hold: time.Hour}, func(context.Context) (int, bool, error) { panic("boom") })
+		if err == nil || !strings.Contains(err.Error(), "look panicked: boom") {
+			t.Fatalf("err = %v, want the panic as an error", err)
 		}
 	})
 	t.Run("an error on the first look is returned", func(t *testing.T) {
