@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/catchbox/catchbox/internal/httpx"
