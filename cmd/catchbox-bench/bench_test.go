@@ -205,12 +205,21 @@ func (c *catcher) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	want := r.URL.Query().Get("subject_includes")
+	prefix := r.URL.Query().Get("to_addr_prefix")
 	for {
 		c.mu.Lock()
 		n := 0
-		for _, s := range c.subjects {
-			if strings.Contains(s, want) {
-				n++
+		if prefix != "" {
+			for _, to := range c.rcpts {
+				if strings.HasPrefix(strings.ToLower(to), strings.ToLower(prefix)) {
+					n++
+				}
+			}
+		} else {
+			for _, s := range c.subjects {
+				if strings.Contains(s, want) {
+					n++
+				}
 			}
 		}
 		arrived := c.arrived
@@ -355,6 +364,30 @@ func TestWaitMeasuresHeldSearches(t *testing.T) {
 	runJSON(t, &rep, "wait", "--api", c.httpURL, "--smtp", c.smtpAddr, "--key", "k", "--rounds", "5", "--hold-delay", "5ms")
 	if rep.OK != 5 || rep.Errors != 0 || rep.Latency.Count != 5 {
 		t.Fatalf("report = %+v", rep)
+	}
+}
+
+func TestHeldAnswersEveryMail(t *testing.T) {
+	c := newCatcher(t, "", true)
+	var rep heldReport
+	runJSON(t, &rep, "held", "--api", c.httpURL, "--smtp", c.smtpAddr, "--key", "k", "--waiters", "5", "--mails", "12",
+		"--conns", "2", "--settle", "5ms", "--timeout", "30s")
+	if rep.OK != 12 || rep.Errors != 0 || rep.Latency.Count != 12 || rep.RechecksPerMail != -1 {
+		t.Fatalf("report = %+v", rep)
+	}
+	// Each mail went to one held search's own prefix; the five first
+	// searches, and the replacements of those answered, were mailed in turn.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.rcpts) != 12 {
+		t.Fatalf("%d recipients, want 12", len(c.rcpts))
+	}
+	seen := map[string]bool{}
+	for _, to := range c.rcpts {
+		if !strings.HasPrefix(to, "held-") || seen[to] {
+			t.Fatalf("recipient %q (repeated or not a held search's)", to)
+		}
+		seen[to] = true
 	}
 }
 
