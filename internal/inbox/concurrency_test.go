@@ -3,6 +3,7 @@ package inbox
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // Two PostgreSQL writers storing into a full namespace at the same time: the
@@ -62,7 +64,7 @@ func TestQuotaLockSerializesWriters(t *testing.T) {
 				close(firstChecked)
 				select {
 				case <-secondInserted:
-				case <-time.After(10 * time.Second):
+				case <-time.After(testkit.Patience):
 					return fmt.Errorf("the second writer never inserted")
 				}
 				return nil
@@ -246,25 +248,24 @@ func countRows(t *testing.T, db *store.DB, q string) int {
 }
 
 // runInto runs first in a transaction and, once first's work is done, second in
-// another, while the first transaction is held open for a while: second runs
-// into first's uncommitted work. It fails the test if either fails, or if second
-// finished before first committed (its locks did not make it wait).
+// another, while the first transaction is held open: second runs into first's
+// uncommitted work. The first commits only once PostgreSQL reports the second
+// blocked by it (pg_blocking_pids), which proves the second reached the rows
+// the first holds; a second that finishes instead fails the test (its locks
+// did not make it wait), as does either failing. Tests on PostgreSQL only
+// (concurrentWritersOrg).
 func runInto(t *testing.T, db *store.DB, first, second func(*store.Tx) error) {
 	t.Helper()
 	ctx := context.Background()
-	worked, secondDone := make(chan struct{}), make(chan error, 1)
-	firstDone := make(chan error, 1)
+	worked, release := make(chan struct{}), make(chan struct{})
+	firstDone, secondDone := make(chan error, 1), make(chan error, 1)
 	go func() {
 		firstDone <- db.InTx(ctx, func(tx *store.Tx) error {
 			if err := first(tx); err != nil {
 				return err
 			}
 			close(worked)
-			select {
-			case err := <-secondDone:
-				return fmt.Errorf("the second transaction finished before the first committed: %v", err)
-			case <-time.After(300 * time.Millisecond):
-			}
+			<-release
 			return nil
 		})
 	}()
@@ -273,11 +274,38 @@ func runInto(t *testing.T, db *store.DB, first, second func(*store.Tx) error) {
 	case err := <-firstDone:
 		t.Fatal(err)
 	}
-	go func() { secondDone <- db.InTx(ctx, second) }()
-	if err := <-firstDone; err != nil {
+	var once sync.Once
+	commit := func() { once.Do(func() { close(release) }) }
+	defer commit() // a failure below lets the first transaction end too
+	secondPID := make(chan int, 1)
+	go func() {
+		secondDone <- db.InTx(ctx, func(tx *store.Tx) error {
+			var pid int
+			if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+				return err
+			}
+			secondPID <- pid
+			return second(tx)
+		})
+	}()
+	pid := testkit.Receive(t, "the second transaction to begin", secondPID)
+	testkit.WaitFor(t, "the second transaction blocked by the first", func() bool {
+		select {
+		case err := <-secondDone:
+			t.Fatalf("the second transaction finished before the first committed: %v", err)
+		default:
+		}
+		var blockers int
+		if err := db.QueryRow(ctx, "SELECT cardinality(pg_blocking_pids(?))", pid).Scan(&blockers); err != nil {
+			t.Fatal(err)
+		}
+		return blockers > 0
+	})
+	commit()
+	if err := testkit.Receive(t, "the first transaction's commit", firstDone); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-secondDone; err != nil {
+	if err := testkit.Receive(t, "the second transaction's end", secondDone); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // env is the running service (as catchbox serve builds it) over a fresh store
@@ -446,10 +447,11 @@ func TestWaitIsAnsweredOnArrival(t *testing.T) {
 			resp *http.Response
 			r    searchResp
 		}
+		const search = "/api/emails/default/inbox?subject_includes=token"
 		done := make(chan result, 1)
 		go func() {
 			var r searchResp
-			req, _ := http.NewRequest("GET", e.srv.URL+"/api/emails/default/inbox?wait=true&subject_includes=token", nil)
+			req, _ := http.NewRequestWithContext(t.Context(), "GET", e.srv.URL+search+"&wait=true", nil) // ended with the test
 			req.Header.Set("X-Api-Key", e.key)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -460,16 +462,25 @@ func TestWaitIsAnsweredOnArrival(t *testing.T) {
 			resp.Body.Close()
 			done <- result{resp, r}
 		}()
-		// A non-matching arrival does not answer the wait.
+		// A non-matching arrival does not answer the wait: it is stored and
+		// found by a search of its own, and the held search's own terms find
+		// nothing, so the wait's answer below can hold only the match.
 		waitForWaiters(t, e)
 		e.deliver(e.ns, msg{from: "a@b.c", to: "x@default.localhost", subject: "unrelated", body: "x"})
+		var r searchResp
+		if e.get(e.key, "/api/emails/default/inbox?subject_includes=unrelated", &r); r.TotalCount != 1 {
+			t.Fatalf("the non-matching email was not stored: %+v", r)
+		}
+		if e.get(e.key, search, &r); r.TotalCount != 0 {
+			t.Fatalf("the held search's terms match the non-matching email: %+v", r)
+		}
 		select {
-		case <-done:
-			t.Fatal("wait answered by a non-matching email")
-		case <-time.After(100 * time.Millisecond):
+		case res := <-done:
+			t.Fatalf("wait answered by a non-matching email: %+v", res)
+		default:
 		}
 		e.deliver(e.ns, msg{from: "a@b.c", to: "x@default.localhost", subject: "your token", body: "x"})
-		res := <-done
+		res := testkit.Receive(t, "the wait's answer", done)
 		if res.resp == nil || res.resp.StatusCode != 200 || res.r.TotalCount != 1 || res.r.Data[0].Subject != "your token" {
 			t.Fatalf("wait answered %+v", res)
 		}
@@ -483,12 +494,7 @@ func TestWaitIsAnsweredOnArrival(t *testing.T) {
 func waitForWaiters(t *testing.T, e *env) {
 	t.Helper()
 	hub := e.api.Notifier.(interface{ Waiters() int }) // notify.Hub, or notify.Postgres around one
-	for i := 0; hub.Waiters() == 0; i++ {
-		if i > 500 {
-			t.Fatal("the wait request was never held")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "the wait request held", func() bool { return hub.Waiters() > 0 })
 }
 
 func TestWaitRedirectsAfterHold(t *testing.T) {

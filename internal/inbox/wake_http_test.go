@@ -3,6 +3,7 @@ package inbox_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // TestHeldWaitsNeverMissAMatch holds many searches with wait=true, each
@@ -96,12 +98,10 @@ func TestHeldWaitsNeverMissAMatch(t *testing.T) {
 				w.done <- resp.StatusCode
 			}()
 		}
-		for i := 0; hub.Waiters() < base+len(queries); i++ {
-			if i > 3000 {
-				t.Fatalf("%d of %d searches held", hub.Waiters()-base, len(queries))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.Await(t, fmt.Sprintf("%d searches held", len(queries)), func() (int, bool) {
+			n := hub.Waiters() - base
+			return n, n == len(queries)
+		})
 		answered := map[*waiter]bool{}
 		for n, m := range emails {
 			e.deliver(e.ns, m)
@@ -116,15 +116,11 @@ func TestHeldWaitsNeverMissAMatch(t *testing.T) {
 				if r.TotalCount == 0 {
 					continue
 				}
-				select {
-				case status := <-w.done:
-					if status != 200 || w.total == 0 {
-						t.Fatalf("after email %d, held %q answered %d with %d matches", n, w.query, status, w.total)
-					}
-					answered[w] = true
-				case <-time.After(30 * time.Second): // a guard, not a timing: the answer comes at the commit
-					t.Fatalf("after email %d (%q), held %q was not answered though the search finds %d", n, m.subject, w.query, r.TotalCount)
+				status := testkit.Receive(t, fmt.Sprintf("held %q answered after email %d (%q), which the search finds", w.query, n, m.subject), w.done)
+				if status != 200 || w.total == 0 {
+					t.Fatalf("after email %d, held %q answered %d with %d matches", n, w.query, status, w.total)
 				}
+				answered[w] = true
 			}
 		}
 		for _, w := range waiters {
@@ -160,7 +156,7 @@ func TestHeldWaitsOfOtherNamespaces(t *testing.T) {
 		hold := func(ns string) chan int {
 			done := make(chan int, 1)
 			go func() {
-				req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/emails/"+ns+"/inbox?wait=true&to_addr_prefix="+url.QueryEscape("x@"), nil)
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.srv.URL+"/api/emails/"+ns+"/inbox?wait=true&to_addr_prefix="+url.QueryEscape("x@"), nil) // ended with the test
 				req.Header.Set("X-Api-Key", e.key)
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
@@ -173,12 +169,7 @@ func TestHeldWaitsOfOtherNamespaces(t *testing.T) {
 			return done
 		}
 		first, second := hold("default"), hold("second")
-		for i := 0; hub.Waiters() < base+2; i++ {
-			if i > 3000 {
-				t.Fatal("the searches were never held")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.WaitFor(t, "both searches held", func() bool { return hub.Waiters() == base+2 })
 		e.deliver(other, msg{from: "a@b.c", to: "x@second.localhost", subject: "s", body: "x"})
 		if status := <-second; status != 200 {
 			t.Fatalf("second answered %d", status)
