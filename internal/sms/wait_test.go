@@ -3,6 +3,7 @@ package sms_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 type held struct {
@@ -19,9 +21,10 @@ type held struct {
 	err    error
 }
 
-// holdSearch starts a search with the default key in the background.
+// holdSearch starts a search with the default key in the background, ended
+// when the test ends.
 func (e *env) holdSearch(path string) <-chan held {
-	return e.holdSearchCtx(context.Background(), path)
+	return e.holdSearchCtx(e.t.Context(), path)
 }
 
 // holdSearchCtx is holdSearch ended when ctx ends.
@@ -49,30 +52,38 @@ func (e *env) holdSearchCtx(ctx context.Context, path string) <-chan held {
 // waitForWaiters blocks until a search is held (its subscription is open).
 func (e *env) waitForWaiters() {
 	e.t.Helper()
-	for i := 0; e.hub.Waiters() == 0; i++ {
-		if i > 1000 {
-			e.t.Fatal("the search was never held")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(e.t, "the search held", func() bool { return e.hub.Waiters() > 0 })
 }
 
 func TestWaitIsAnsweredByVirtualSMS(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		e.api.WaitHold = time.Minute
-		done := e.holdSearch("/api/sms/15550001111/messages?wait=true&body=code")
+		const search = "/api/sms/15550001111/messages?body=code"
+		done := e.holdSearch(search + "&wait=true")
 		e.waitForWaiters()
-		// Neither a non-matching message nor one on another number answers it.
+		// Neither a non-matching message nor one on another number answers
+		// it: both are stored, and the held search's own terms find neither,
+		// so the wait's answer below can hold only the match.
 		e.virtual("+15551230001", activePhone, "unrelated")
 		e.do(http.MethodPost, e.otherKey, "/api/sms/virtual", map[string]string{"from_number": "+15551230001", "to_number": otherPhone, "body": "code 1"}, nil)
+		var r searchResp
+		if e.get(e.key, "/api/sms/15550001111/messages?body=unrelated", &r); r.TotalCount != 1 {
+			t.Fatalf("the non-matching message was not stored: %+v", r)
+		}
+		if e.get(e.otherKey, "/api/sms/"+strings.TrimPrefix(otherPhone, "+")+"/messages?body=code", &r); r.TotalCount != 1 {
+			t.Fatalf("the other number's message was not stored: %+v", r)
+		}
+		if e.get(e.key, search, &r); r.TotalCount != 0 {
+			t.Fatalf("the held search's terms match a message that is not its: %+v", r)
+		}
 		select {
 		case h := <-done:
 			t.Fatalf("wait answered early: %+v", h)
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
 		m := e.virtual("+15551230001", activePhone, "Your code is 424242")
-		h := <-done
+		h := testkit.Receive(t, "the wait's answer", done)
 		if h.err != nil || h.status != 200 || h.r.TotalCount != 1 || h.r.Data[0].ID != m.ID {
 			t.Fatalf("wait answered %+v", h)
 		}
@@ -150,12 +161,7 @@ func TestWaitEndsWhenClientLeaves(t *testing.T) {
 		if err := <-errc; err == nil {
 			t.Fatal("request completed after cancel")
 		}
-		for i := 0; e.hub.Waiters() != 0; i++ {
-			if i > 1000 {
-				t.Fatal("the held search kept its subscription after the client left")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testkit.WaitFor(t, "the held search's subscription closed after the client left", func() bool { return e.hub.Waiters() == 0 })
 	})
 }
 
@@ -187,12 +193,10 @@ func TestHeldSMSWaitsNeverMissAMatch(t *testing.T) {
 		for i, q := range queries {
 			done[i] = e.holdSearchCtx(ctx, "/api/sms/15550001111/messages?wait=true&"+q)
 		}
-		for i := 0; e.hub.Waiters() < base+len(queries); i++ {
-			if i > 3000 {
-				t.Fatalf("%d of %d searches held", e.hub.Waiters()-base, len(queries))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.Await(t, fmt.Sprintf("%d searches held", len(queries)), func() (int, bool) {
+			n := e.hub.Waiters() - base
+			return n, n == len(queries)
+		})
 		answered := map[int]bool{}
 		for n, m := range messages {
 			if strings.HasPrefix(m.from, "+") {
@@ -211,15 +215,11 @@ func TestHeldSMSWaitsNeverMissAMatch(t *testing.T) {
 				if r.TotalCount == 0 {
 					continue
 				}
-				select {
-				case h := <-done[i]:
-					if h.err != nil || h.status != 200 || h.r.TotalCount == 0 {
-						t.Fatalf("after message %d, held %q answered %+v", n, q, h)
-					}
-					answered[i] = true
-				case <-time.After(30 * time.Second): // a guard, not a timing: the answer comes at the commit
-					t.Fatalf("after message %d (%q), held %q was not answered though the search finds %d", n, m.body, q, r.TotalCount)
+				h := testkit.Receive(t, fmt.Sprintf("held %q answered after message %d (%q), which the search finds", q, n, m.body), done[i])
+				if h.err != nil || h.status != 200 || h.r.TotalCount == 0 {
+					t.Fatalf("after message %d, held %q answered %+v", n, q, h)
 				}
+				answered[i] = true
 			}
 		}
 		for i, q := range queries {
