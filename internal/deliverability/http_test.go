@@ -29,6 +29,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // apiEnv is catchbox serve, built as the binary builds it, with its DNS on a
@@ -73,13 +74,7 @@ func newAPIEnv(t *testing.T, db *store.DB, spamd bool) *apiEnv {
 	}
 	svc := servertest.New(t, db, cfg)
 	e := &apiEnv{t: t, svc: svc, key: svc.NewKey, signKey: k}
-	other, err := svc.Tenants.CreateOrg(context.Background(), "other", 100, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, e.other, err = svc.Tenants.CreateKey(context.Background(), other.ID, "", ""); err != nil {
-		t.Fatal(err)
-	}
+	_, e.other = servertest.Org(t, svc, "other")
 	e.srv = servertest.Serve(t, svc)
 	return e
 }
@@ -90,14 +85,7 @@ func (e *apiEnv) startJobs() {
 		return
 	}
 	e.started = true
-	if err := e.svc.Jobs.Start(context.Background()); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		e.svc.Jobs.Stop(ctx)
-	})
+	servertest.StartJobs(e.t, e.svc)
 }
 
 // deliver stores raw in namespace as the SMTP listener would, from the test
@@ -157,20 +145,15 @@ func (e *apiEnv) call(method, path, key string) (int, map[string]any) {
 // background); the wait is bounded so that a broken run fails the test.
 func (e *apiEnv) waitReport(id string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	// Two minutes: spamd is slow on a loaded machine.
+	return testkit.AwaitWithin(e.t, 2*time.Minute, "the report of "+id+" to end", func() (map[string]any, bool) {
 		code, body := e.call("GET", "/api/emails/"+id+"/deliverability-report", e.key)
 		if code != 200 {
 			e.t.Fatalf("GET report: %d %v", code, body)
 		}
-		if s := body["status"]; s == "completed" || s == "failed" {
-			return body
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("report still %v after 2 minutes", body["status"])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		s := body["status"]
+		return body, s == "completed" || s == "failed"
+	})
 }
 
 // TestReportLifecycle: requested (202), asked again while pending (200),
@@ -356,16 +339,11 @@ XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X
 		}
 		e.startJobs()
 		score := func(id string) float64 {
-			deadline := time.Now().Add(2 * time.Minute)
-			for time.Now().Before(deadline) {
+			return testkit.AwaitWithin(t, 2*time.Minute, "a spam_score of email "+id, func() (float64, bool) {
 				_, body := e.call("GET", "/api/emails/"+id, e.key)
-				if s, ok := body["data"].(map[string]any)["spam_score"].(float64); ok {
-					return s
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			t.Fatalf("email %s has no spam_score after 2 minutes", id)
-			return 0
+				s, ok := body["data"].(map[string]any)["spam_score"].(float64)
+				return s, ok
+			})
 		}
 		if s := score(gtube); s < 1000 {
 			t.Errorf("GTUBE spam_score %v", s)

@@ -15,6 +15,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // TestOpenAPIDeliverability checks the report endpoints' real responses
@@ -32,13 +33,7 @@ func TestOpenAPIDeliverability(t *testing.T) {
 		cfg.SpamdAddr = os.Getenv(deliverability.SpamdEnv)
 		svc := servertest.New(t, db, cfg)
 		e := &apiEnv{t: t, db: db, tenants: svc.Tenants, ingester: svc.Ingester, totp: svc.TOTP, sms: svc.SMS.Service, handler: svc.Handler, key: svc.NewKey}
-		other, err := e.tenants.CreateOrg(ctx, "other", 100, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, e.otherKey, err = e.tenants.CreateKey(ctx, other.ID, "", ""); err != nil {
-			t.Fatal(err)
-		}
+		_, e.otherKey = servertest.Org(t, svc, "other")
 		e.ns, _ = e.tenants.NamespaceByName(ctx, tenant.DefaultName)
 		off := false
 		if _, err := e.tenants.UpsertNamespace(ctx, e.ns.OrgID, "noraw", tenant.Settings{CaptureRawEmail: &off}); err != nil {
@@ -72,23 +67,13 @@ func TestOpenAPIDeliverability(t *testing.T) {
 		} {
 			c.check(k)
 		}
-		if err := svc.Jobs.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			stop, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			svc.Jobs.Stop(stop)
-		})
-		var got deliverability.Response
-		for deadline := time.Now().Add(2 * time.Minute); got.Status != "completed"; {
-			if time.Now().After(deadline) {
-				t.Fatalf("report still %s", got.Status)
-			}
-			time.Sleep(20 * time.Millisecond)
+		servertest.StartJobs(t, svc)
+		testkit.AwaitWithin(t, 2*time.Minute, "the report completed", func() (deliverability.Response, bool) { // spamd is slow on a loaded machine
+			var got deliverability.Response
 			_, body := c.send(call{method: "GET", path: path, key: key})
 			json.Unmarshal(body, &got)
-		}
+			return got, got.Status == "completed"
+		})
 		body := c.check(call{method: "GET", path: path, route: route, key: key, status: 200})
 		var full struct {
 			Report map[string]json.RawMessage `json:"report"`

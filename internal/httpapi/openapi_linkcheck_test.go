@@ -1,14 +1,12 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/getkin/kin-openapi/routers/legacy"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // TestOpenAPILinkCheck checks the link check's real responses against the
@@ -25,7 +24,6 @@ import (
 // and a dead link and an image, refused.
 func TestOpenAPILinkCheck(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
 		site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch r.URL.Path {
 			case "/moved":
@@ -39,13 +37,7 @@ func TestOpenAPILinkCheck(t *testing.T) {
 		cfg.Mode.Mode = config.Local
 		svc := servertest.New(t, db, cfg)
 		e := &apiEnv{t: t, db: db, tenants: svc.Tenants, ingester: svc.Ingester, totp: svc.TOTP, sms: svc.SMS.Service, handler: svc.Handler, key: svc.NewKey}
-		other, err := e.tenants.CreateOrg(ctx, "other", 100, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, e.otherKey, err = e.tenants.CreateKey(ctx, other.ID, "", ""); err != nil {
-			t.Fatal(err)
-		}
+		_, e.otherKey = servertest.Org(t, svc, "other")
 		e.srv = servertest.Serve(t, svc)
 		doc := loadDocument(t, e.srv.URL)
 		router, err := legacy.NewRouter(doc)
@@ -79,23 +71,13 @@ Content-Type: text/html; charset=utf-8
 		} {
 			c.check(k)
 		}
-		if err := svc.Jobs.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			stop, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			svc.Jobs.Stop(stop)
-		})
-		var got linkcheck.Response
-		for deadline := time.Now().Add(time.Minute); got.Status != "completed"; {
-			if time.Now().After(deadline) {
-				t.Fatalf("link check still %s", got.Status)
-			}
-			time.Sleep(20 * time.Millisecond)
+		servertest.StartJobs(t, svc)
+		got := testkit.Await(t, "the link check completed", func() (linkcheck.Response, bool) {
+			var got linkcheck.Response
 			_, body := c.send(call{method: "GET", path: path, key: key})
 			json.Unmarshal(body, &got)
-		}
+			return got, got.Status == "completed"
+		})
 		json.Unmarshal(c.check(call{method: "GET", path: path, route: route, key: key, status: 200}), &got)
 		if len(got.Links) != 4 || got.FinishedAt == nil || got.Links[2].Error == "" || got.Links[1].Redirects != 1 {
 			t.Errorf("completed check %+v", got)

@@ -86,13 +86,9 @@ func newAPIEnvWith(t *testing.T, db *store.DB, cfg config.Serve) *apiEnv {
 	svc := servertest.New(t, db, cfg)
 	e := &apiEnv{t: t, db: db, tenants: svc.Tenants, ingester: svc.Ingester, totp: svc.TOTP, sms: svc.SMS.Service,
 		handler: svc.Handler, key: svc.NewKey, verifier: svc.Outbound.Verifier}
-	other, err := e.tenants.CreateOrg(ctx, "other", 100, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, e.otherKey, err = e.tenants.CreateKey(ctx, other.ID, "", ""); err != nil {
-		t.Fatal(err)
-	}
+	other, otherKey := servertest.Org(t, svc, "other")
+	e.otherKey = otherKey
+	var err error
 	if e.ns, err = e.tenants.NamespaceByName(ctx, tenant.DefaultName); err != nil {
 		t.Fatal(err)
 	}

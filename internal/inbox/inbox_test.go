@@ -44,13 +44,8 @@ func newEnv(t *testing.T, db *store.DB) *env {
 	cfg.WaitHold = 300 * time.Millisecond
 	svc := servertest.New(t, db, cfg)
 	e := &env{t: t, db: db, tenants: svc.Tenants, ingester: svc.Ingester, api: svc.Inbox, key: svc.NewKey}
-	other, err := e.tenants.CreateOrg(ctx, "other", 100, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, e.otherKey, err = e.tenants.CreateKey(ctx, other.ID, "", ""); err != nil {
-		t.Fatal(err)
-	}
+	_, e.otherKey = servertest.Org(t, svc, "other")
+	var err error
 	if e.ns, err = e.tenants.NamespaceByName(ctx, "default"); err != nil {
 		t.Fatal(err)
 	}

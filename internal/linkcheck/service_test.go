@@ -25,6 +25,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // env is catchbox serve built as the binary builds it, beside a loopback web
@@ -63,13 +64,7 @@ func newEnv(t *testing.T, db *store.DB, mode string) *env {
 	cfg.Mode.Mode = mode
 	e.svc = servertest.New(t, db, cfg)
 	e.key = e.svc.NewKey
-	other, err := e.svc.Tenants.CreateOrg(context.Background(), "other", 100, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, e.other, err = e.svc.Tenants.CreateKey(context.Background(), other.ID, "", ""); err != nil {
-		t.Fatal(err)
-	}
+	_, e.other = servertest.Org(t, e.svc, "other")
 	e.api = servertest.Serve(t, e.svc)
 	return e
 }
@@ -80,14 +75,7 @@ func (e *env) startJobs() {
 		return
 	}
 	e.started = true
-	if err := e.svc.Jobs.Start(context.Background()); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		e.svc.Jobs.Stop(ctx)
-	})
+	servertest.StartJobs(e.t, e.svc)
 }
 
 // mail is an email whose HTML links to the site: a good link, a redirect
@@ -148,20 +136,14 @@ func (e *env) call(method, path, key string) (int, http.Header, map[string]any) 
 // a run that never ends fails the test.
 func (e *env) wait(id string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	return testkit.Await(e.t, "the link check of "+id+" to end", func() (map[string]any, bool) {
 		code, _, body := e.call("GET", "/api/emails/"+id+"/link-check", e.key)
 		if code != 200 {
 			e.t.Fatalf("GET link check: %d %v", code, body)
 		}
-		if s := body["status"]; s == "completed" || s == "failed" {
-			return body
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("link check still %v after a minute", body["status"])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		s := body["status"]
+		return body, s == "completed" || s == "failed"
+	})
 }
 
 // byURL indexes a check's links by their URL.
@@ -417,14 +399,7 @@ func BenchmarkLinkCheckAPI(b *testing.B) {
 	cfg.Mode.Mode = config.Local
 	svc := servertest.New(b, db, cfg)
 	api := servertest.Serve(b, svc)
-	if err := svc.Jobs.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		svc.Jobs.Stop(ctx)
-	}()
+	servertest.StartJobs(b, svc)
 	var html strings.Builder
 	for i := range 100 {
 		fmt.Fprintf(&html, `<p><a href="%s/p/%d">Product %d</a></p>`, site.URL, i, i)

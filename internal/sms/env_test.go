@@ -60,13 +60,8 @@ func newEnv(t testing.TB, db *store.DB) *env {
 	if e.org, err = e.tenants.OrgByName(ctx, tenant.DefaultName); err != nil {
 		t.Fatal(err)
 	}
-	other, err := e.tenants.CreateOrg(ctx, "other", 100, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, e.otherKey, err = e.tenants.CreateKey(ctx, other.ID, "", ""); err != nil {
-		t.Fatal(err)
-	}
+	other, otherKey := servertest.Org(t, svc, "other")
+	e.otherKey = otherKey
 	e.svc.SetClock(e.now)
 	add := func(orgID string, spec sms.NumberSpec) sms.Number {
 		n, err := e.svc.AddNumber(ctx, orgID, spec)

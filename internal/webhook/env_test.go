@@ -67,21 +67,7 @@ func newEnv(t testing.TB, db *store.DB, cfg config.Serve) *env {
 // start runs the service's job queue until the test ends.
 func (e *env) start() {
 	e.t.Helper()
-	startJobs(e.t, e.svc)
-}
-
-func startJobs(t testing.TB, svc *server.Service) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := svc.Jobs.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		stop, done := context.WithTimeout(context.Background(), 10*time.Second)
-		defer done()
-		svc.Jobs.Stop(stop)
-	})
+	servertest.StartJobs(e.t, e.svc)
 }
 
 // call makes an API request with the env's key and decodes the answer.

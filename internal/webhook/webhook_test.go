@@ -434,7 +434,7 @@ func TestNothingLostAcrossAKill(t *testing.T) {
 		// The first service never runs its workers: what it committed is
 		// all the next one has.
 		second := servertest.New(t, db, cfg)
-		startJobs(t, second)
+		servertest.StartJobs(t, second)
 		waitFor(t, "three deliveries", func() bool { return len(first.recv.accepted()) >= 3 })
 		for i, h := range first.recv.accepted() {
 			if h.Body["data"].(map[string]any)["id"] != ids[i] {

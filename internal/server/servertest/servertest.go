@@ -1,7 +1,9 @@
 // Package servertest builds catchbox serve for tests the way catchbox serve
 // builds it (server.New), on a store from storetest, and serves its HTTP API on
 // a loopback port. A test that reaches the API through it reaches every route,
-// middleware and setting the binary has.
+// middleware and setting the binary has. It is the one harness of the tests
+// that need the service: StartJobs runs its job queue for the test, Org adds
+// the other organisation a test checks access against.
 package servertest
 
 import (
@@ -12,6 +14,8 @@ import (
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/server"
 	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // Config returns the defaults of catchbox serve (config.Defaults) with a data
@@ -51,4 +55,38 @@ func Serve(t testing.TB, s *server.Service) *httptest.Server {
 	t.Cleanup(srv.Close)
 	s.Advertise(srv.Listener.Addr(), nil)
 	return srv
+}
+
+// StartJobs runs the service's job queue (webhooks, outbound delivery,
+// reports, link checks) until t ends; then the jobs under way are given
+// testkit.Patience to finish, and one that does not is logged.
+func StartJobs(t testing.TB, s *server.Service) {
+	t.Helper()
+	if err := s.Jobs.Start(context.Background()); err != nil {
+		t.Fatalf("start the job queue: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.Patience)
+		defer cancel()
+		if err := s.Jobs.Stop(ctx); err != nil {
+			t.Logf("stop the job queue: %v", err)
+		}
+	})
+}
+
+// Org creates an organisation of the service beside the first one (enabled,
+// the default device limit) and an API key of it, for the tests that check
+// what one organisation may not see of another's.
+func Org(t testing.TB, s *server.Service, name string) (tenant.Org, string) {
+	t.Helper()
+	ctx := context.Background()
+	org, err := s.Tenants.CreateOrg(ctx, name, tenant.DefaultTOTPDeviceLimit, true)
+	if err != nil {
+		t.Fatalf("create organisation %s: %v", name, err)
+	}
+	_, key, err := s.Tenants.CreateKey(ctx, org.ID, "", "")
+	if err != nil {
+		t.Fatalf("create a key of %s: %v", name, err)
+	}
+	return org, key
 }
