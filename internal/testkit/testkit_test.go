@@ -110,12 +110,18 @@ func TestReceive(t *testing.T) {
 type fakeServer struct {
 	mu        sync.Mutex
 	listeners []net.Listener
+	closed    bool // Shutdown ran: a listener Serve is given later is closed at once
 	serveErr  error
 }
 
 func (s *fakeServer) Serve(l net.Listener) error {
 	s.mu.Lock()
 	s.listeners = append(s.listeners, l)
+	if s.closed {
+		// Shut down before this goroutine ran, as a real server's Shutdown
+		// must also stop a Serve that has not started accepting yet.
+		l.Close()
+	}
 	s.mu.Unlock()
 	for {
 		c, err := l.Accept()
@@ -133,6 +139,7 @@ func (s *fakeServer) Serve(l net.Listener) error {
 func (s *fakeServer) Shutdown(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	for _, l := range s.listeners {
 		l.Close()
 	}
