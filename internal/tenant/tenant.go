@@ -591,7 +591,13 @@ func (s *Service) Bootstrap(ctx context.Context, apiKey string) (string, error) 
 		return "", fmt.Errorf("bootstrap: %w", err)
 	}
 	if _, err := s.CreateNamespace(ctx, o.ID, DefaultName, Settings{}); err != nil {
-		return "", fmt.Errorf("bootstrap namespace: %w", err)
+		// Another replica starting at the same time may have made the
+		// namespace in this organisation meanwhile (its catch-all, in local
+		// mode): that is the namespace wanted.
+		n, nerr := s.NamespaceByName(ctx, DefaultName)
+		if !errors.Is(err, ErrNameTaken) || nerr != nil || n.OrgID != o.ID {
+			return "", fmt.Errorf("bootstrap namespace: %w", err)
+		}
 	}
 	_, key, err := s.CreateKey(ctx, o.ID, "bootstrap", apiKey)
 	if err != nil {
