@@ -154,36 +154,22 @@ func (r reports) prune(ctx context.Context, now, staleBefore time.Time) (deleted
 		sql  string
 		args []any
 	}{
-		{`DELETE FROM deliverability_reports WHERE email_id IN (SELECT email_id FROM deliverability_reports WHERE expires_at <= ? LIMIT ?)`,
-			[]any{now.UnixMilli(), pruneBatch}},
+		{`DELETE FROM deliverability_reports WHERE email_id IN (SELECT email_id FROM deliverability_reports WHERE expires_at <= ? LIMIT ?)`, []any{now.UnixMilli()}},
 		{`DELETE FROM deliverability_reports WHERE email_id IN (SELECT r.email_id FROM deliverability_reports r
-			WHERE NOT EXISTS (SELECT 1 FROM emails e WHERE e.id = r.email_id) LIMIT ?)`, []any{pruneBatch}},
+			WHERE NOT EXISTS (SELECT 1 FROM emails e WHERE e.id = r.email_id) LIMIT ?)`, nil},
 	} {
-		for {
-			n, err := execCount(ctx, r.db, q.sql, q.args...)
-			if err != nil {
-				return deleted, abandoned, fmt.Errorf("prune deliverability reports: %w", err)
-			}
-			deleted += n
-			if n < pruneBatch {
-				break
-			}
+		n, err := r.db.ExecBatches(ctx, pruneBatch, q.sql, q.args...)
+		deleted += n
+		if err != nil {
+			return deleted, abandoned, fmt.Errorf("prune deliverability reports: %w", err)
 		}
 	}
 	errs, _ := json.Marshal([]ReportError{{Code: "report_abandoned",
 		Message: "The report's run stopped before it finished (the server running it stopped); request the report again."}})
-	abandoned, err = execCount(ctx, r.db, `UPDATE deliverability_reports SET status = 'failed', errors = ?, finished_at = ?
+	abandoned, err = r.db.ExecCount(ctx, `UPDATE deliverability_reports SET status = 'failed', errors = ?, finished_at = ?
 		WHERE status IN ('pending', 'running') AND requested_at < ?`, string(errs), now.UnixMilli(), staleBefore.UnixMilli())
 	if err != nil {
 		return deleted, abandoned, fmt.Errorf("prune deliverability reports: %w", err)
 	}
 	return deleted, abandoned, nil
-}
-
-func execCount(ctx context.Context, db *store.DB, q string, args ...any) (int64, error) {
-	res, err := db.Exec(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
 }

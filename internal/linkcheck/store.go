@@ -142,34 +142,20 @@ func (c checks) prune(ctx context.Context, now, staleBefore time.Time) (deleted,
 		sql  string
 		args []any
 	}{
-		{`DELETE FROM link_checks WHERE email_id IN (SELECT email_id FROM link_checks WHERE expires_at <= ? LIMIT ?)`,
-			[]any{now.UnixMilli(), pruneBatch}},
+		{`DELETE FROM link_checks WHERE email_id IN (SELECT email_id FROM link_checks WHERE expires_at <= ? LIMIT ?)`, []any{now.UnixMilli()}},
 		{`DELETE FROM link_checks WHERE email_id IN (SELECT c.email_id FROM link_checks c
-			WHERE NOT EXISTS (SELECT 1 FROM emails e WHERE e.id = c.email_id) LIMIT ?)`, []any{pruneBatch}},
+			WHERE NOT EXISTS (SELECT 1 FROM emails e WHERE e.id = c.email_id) LIMIT ?)`, nil},
 	} {
-		for {
-			n, err := execCount(ctx, c.db, q.sql, q.args...)
-			if err != nil {
-				return deleted, failed, fmt.Errorf("prune link checks: %w", err)
-			}
-			deleted += n
-			if n < pruneBatch {
-				break
-			}
+		n, err := c.db.ExecBatches(ctx, pruneBatch, q.sql, q.args...)
+		deleted += n
+		if err != nil {
+			return deleted, failed, fmt.Errorf("prune link checks: %w", err)
 		}
 	}
-	failed, err = execCount(ctx, c.db, `UPDATE link_checks SET status = 'failed', error = ?, finished_at = ?
+	failed, err = c.db.ExecCount(ctx, `UPDATE link_checks SET status = 'failed', error = ?, finished_at = ?
 		WHERE status IN ('pending', 'running') AND started_at < ?`, abandoned, now.UnixMilli(), staleBefore.UnixMilli())
 	if err != nil {
 		return deleted, failed, fmt.Errorf("prune link checks: %w", err)
 	}
 	return deleted, failed, nil
-}
-
-func execCount(ctx context.Context, db *store.DB, q string, args ...any) (int64, error) {
-	res, err := db.Exec(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
 }

@@ -17,20 +17,10 @@ const reapBatch = 500
 // the number of expired messages. Search already hides expired messages; Reap
 // reclaims their space.
 func Reap(ctx context.Context, db *store.DB, now time.Time) (int, error) {
-	total := 0
-	for {
-		res, err := db.Exec(ctx, `DELETE FROM sms_messages WHERE seq IN
-			(SELECT seq FROM sms_messages WHERE expires_ms <= ? ORDER BY expires_ms LIMIT ?)`, now.UnixMilli(), reapBatch)
-		if err != nil {
-			return total, fmt.Errorf("reap expired sms messages: %w", err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return total, fmt.Errorf("reap expired sms messages: %w", err)
-		}
-		total += int(n)
-		if n < reapBatch {
-			return total, nil
-		}
+	n, err := db.ExecBatches(ctx, reapBatch, `DELETE FROM sms_messages WHERE seq IN
+		(SELECT seq FROM sms_messages WHERE expires_ms <= ? ORDER BY expires_ms LIMIT ?)`, now.UnixMilli())
+	if err != nil {
+		return int(n), fmt.Errorf("reap expired sms messages: %w", err)
 	}
+	return int(n), nil
 }

@@ -129,3 +129,22 @@ func TestLockRow(t *testing.T) {
 		}
 	})
 }
+
+// ExecBatches repeats a bounded delete until a run touches fewer rows than
+// the batch, and counts every row; ExecCount counts one statement's.
+func TestExecBatches(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		insertOrgs(t, db, "a1", "a2", "a3", "a4", "a5", "b1", "b2")
+		n, err := db.ExecBatches(ctx, 2, "DELETE FROM orgs WHERE id IN (SELECT id FROM orgs WHERE name LIKE ? LIMIT ?)", "a%")
+		if err != nil || n != 5 {
+			t.Fatalf("ExecBatches deleted %d (%v), want 5", n, err)
+		}
+		if got := orgNames(t, db, "1 = 1"); !slices.Equal(got, []string{"b1", "b2"}) {
+			t.Fatalf("left %v, want b1 b2", got)
+		}
+		if n, err := db.ExecCount(ctx, "UPDATE orgs SET updated_at = 2 WHERE name = ?", "b1"); err != nil || n != 1 {
+			t.Fatalf("ExecCount changed %d (%v), want 1", n, err)
+		}
+	})
+}

@@ -313,6 +313,32 @@ func (db *DB) Exec(ctx context.Context, q string, args ...any) (sql.Result, erro
 	return res, nil
 }
 
+// ExecCount runs a write outside a transaction, as Exec, and returns how many
+// rows it changed.
+func (db *DB) ExecCount(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := db.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// ExecBatches runs q, a write whose last parameter bounds the rows it touches
+// (its LIMIT), with args and then batch, again and again until a run changes
+// fewer than batch rows, and returns how many it changed in all. Each run is
+// a statement of its own, so a large clean-up holds the SQLite writer briefly.
+func (db *DB) ExecBatches(ctx context.Context, batch int, q string, args ...any) (int64, error) {
+	args = append(args[:len(args):len(args)], batch)
+	var total int64
+	for {
+		n, err := db.ExecCount(ctx, q, args...)
+		total += n
+		if err != nil || n < int64(batch) {
+			return total, err
+		}
+	}
+}
+
 // Sync returns when every transaction committed before the call is durable. On
 // SQLite the writer commits without an fsync and Sync does it, shared with every
 // concurrent caller (see walSyncer); on PostgreSQL a commit is durable already.

@@ -94,14 +94,8 @@ func ruleAction(r chaos.Rule) string {
 // SetChaosHandler answers POST /inboxes/{namespace}/chaos: the rules as
 // JSON, {"rules": [...]} as the API takes them, replace the list.
 func (d *Dashboard) SetChaosHandler(w http.ResponseWriter, r *http.Request) error {
-	if d.Chaos == nil {
-		return notFound("Page")
-	}
-	n, err := d.ownNamespace(r)
+	n, err := d.chaosForm(w, r)
 	if err != nil {
-		return err
-	}
-	if err := parseForm(w, r); err != nil {
 		return err
 	}
 	text := r.PostForm.Get("rules_json")
@@ -131,14 +125,8 @@ func parseRulesJSON(text string) ([]chaos.Rule, error) {
 // AddChaosHandler answers POST /inboxes/{namespace}/chaos/add: one rule from
 // the form's fields, added at the end of the list.
 func (d *Dashboard) AddChaosHandler(w http.ResponseWriter, r *http.Request) error {
-	if d.Chaos == nil {
-		return notFound("Page")
-	}
-	n, err := d.ownNamespace(r)
+	n, err := d.chaosForm(w, r)
 	if err != nil {
-		return err
-	}
-	if err := parseForm(w, r); err != nil {
 		return err
 	}
 	form := chaosAddForm{Stage: r.PostForm.Get("stage"), Match: strings.TrimSpace(r.PostForm.Get("match")),
@@ -193,14 +181,8 @@ func (f chaosAddForm) rule(i int) (chaos.Rule, error) {
 // RemoveChaosHandler answers POST /inboxes/{namespace}/chaos/remove: the
 // rule at index goes, the others keep their order.
 func (d *Dashboard) RemoveChaosHandler(w http.ResponseWriter, r *http.Request) error {
-	if d.Chaos == nil {
-		return notFound("Page")
-	}
-	n, err := d.ownNamespace(r)
+	n, err := d.chaosForm(w, r)
 	if err != nil {
-		return err
-	}
-	if err := parseForm(w, r); err != nil {
 		return err
 	}
 	p := tenant.PrincipalFrom(r.Context())
@@ -221,10 +203,7 @@ func (d *Dashboard) RemoveChaosHandler(w http.ResponseWriter, r *http.Request) e
 
 // ClearChaosHandler answers POST /inboxes/{namespace}/chaos/clear.
 func (d *Dashboard) ClearChaosHandler(w http.ResponseWriter, r *http.Request) error {
-	if d.Chaos == nil {
-		return notFound("Page")
-	}
-	n, err := d.ownNamespace(r)
+	n, err := d.chaosForm(w, r)
 	if err != nil {
 		return err
 	}
@@ -232,6 +211,20 @@ func (d *Dashboard) ClearChaosHandler(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	return redirect(w, r, "/inboxes/"+n.Name+"/settings#chaos", "Cleared the fault rules: this inbox's SMTP behaves normally.")
+}
+
+// chaosForm is the start of every fault-rule form's POST: the rules'
+// service must be on (else the page does not exist), the namespace the
+// caller's organisation's own, and the form readable.
+func (d *Dashboard) chaosForm(w http.ResponseWriter, r *http.Request) (tenant.Namespace, error) {
+	if d.Chaos == nil {
+		return tenant.Namespace{}, notFound("Page")
+	}
+	n, err := d.ownNamespace(r)
+	if err != nil {
+		return tenant.Namespace{}, err
+	}
+	return n, parseForm(w, r)
 }
 
 // chaosRefused shows the settings page again, 400, with the refused
