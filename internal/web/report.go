@@ -3,9 +3,14 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/catchbox/catchbox/internal/deliverability"
+	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/problem"
+	"github.com/catchbox/catchbox/internal/tenant"
 )
 
 // reportSection is one check of a deliverability report, as the page shows it.
@@ -22,35 +27,32 @@ type reportSection struct {
 // reportSections are the report's checks in the order the page shows them.
 var reportSections = []string{"spf", "dkim", "dmarc", "blocklists", "spamassassin", "content", "dns"}
 
-// reportView reads the email's report through the API's handler: nil when
-// none was requested.
+// reportView reads the email's report (deliverability.Report): nil when none
+// was requested.
 func (d *Dashboard) reportView(r *http.Request, emailID string) (map[string]any, error) {
-	var rep struct {
-		Status    string                     `json:"status"`
-		ExpiresAt string                     `json:"expires_at"`
-		Report    map[string]json.RawMessage `json:"report"`
-		Errors    json.RawMessage            `json:"errors"`
-	}
-	err := apiCall(r, d.Deliverability.GetReportHandler, http.MethodGet, "/api/emails/"+emailID+"/deliverability-report",
-		map[string]string{"emailId": emailID}, nil, &rep)
-	var pe *pageError
-	if errors.As(err, &pe) && pe.status == http.StatusNotFound {
+	rep, err := d.Deliverability.Report(r.Context(), tenant.PrincipalFrom(r.Context()), deliverability.ReportRequest{EmailID: emailID})
+	var pe *problem.Error
+	if errors.As(err, &pe) && pe.Kind == problem.NotFound {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"Status": rep.Status, "ExpiresAt": rep.ExpiresAt}
+	out := map[string]any{"Status": rep.Status, "ExpiresAt": httpx.Time(rep.ExpiresAt)}
 	if len(rep.Errors) > 0 {
-		out["Errors"] = string(rep.Errors)
+		out["Errors"] = errorsJSON(rep.Errors)
 	}
 	if rep.Report != nil {
+		var report map[string]json.RawMessage
+		if err := json.Unmarshal(rep.Report, &report); err != nil {
+			return nil, fmt.Errorf("decode the report of email %s: %w", emailID, err)
+		}
 		var overall string
-		json.Unmarshal(rep.Report["overall_status"], &overall)
+		json.Unmarshal(report["overall_status"], &overall)
 		out["Overall"] = overall
 		var secs []reportSection
 		for _, name := range reportSections {
-			raw, ok := rep.Report[name]
+			raw, ok := report[name]
 			if !ok {
 				continue
 			}
@@ -69,15 +71,25 @@ func (d *Dashboard) reportView(r *http.Request, emailID string) (map[string]any,
 }
 
 // RequestReportHandler answers POST /emails/{emailId}/report: a
-// deliverability report is started (the API's POST), then shown as it runs.
+// deliverability report is started (deliverability.RequestReport, as the
+// API's POST), then shown as it runs.
 func (d *Dashboard) RequestReportHandler(w http.ResponseWriter, r *http.Request) error {
 	e, _, err := d.visibleEmail(r)
 	if err != nil {
 		return err
 	}
-	if err := apiCall(r, d.Deliverability.RequestReportHandler, http.MethodPost, "/api/emails/"+e.ID+"/deliverability-report",
-		map[string]string{"emailId": e.ID}, nil, nil); err != nil {
+	_, err = d.Deliverability.RequestReport(r.Context(), tenant.PrincipalFrom(r.Context()), deliverability.ReportRequest{EmailID: e.ID})
+	if err != nil {
 		return err
 	}
 	return redirect(w, r, "/emails/"+e.ID+"?tab=report", "Report requested: it takes up to 30 seconds.")
+}
+
+// errorsJSON is a failed report's errors as the API writes them.
+func errorsJSON(errs []deliverability.ReportError) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(errs)
+	return strings.TrimSuffix(b.String(), "\n")
 }
