@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/notify"
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
 
@@ -66,72 +66,28 @@ func (a *API) numberParam(r *http.Request) (Number, error) {
 	return n, err
 }
 
+// virtualSMSRequest is the body of POST /api/sms/virtual: VirtualRequest
+// with the API's field names. An absent or null field is "", which
+// SendVirtual refuses as required.
 type virtualSMSRequest struct {
-	FromNumber *string `json:"from_number"`
-	ToNumber   *string `json:"to_number"`
-	Body       *string `json:"body"`
+	FromNumber string `json:"from_number"`
+	ToNumber   string `json:"to_number"`
+	Body       string `json:"body"`
 }
 
-// VirtualSMSHandler answers POST /api/sms/virtual: it stores an inbound message
-// on an active number of the caller's organisation, as if a carrier had
-// delivered it, and answers 201 with it once committed.
+// VirtualSMSHandler answers POST /api/sms/virtual (SendVirtual): 201 with the
+// message once it is committed.
 func (a *API) VirtualSMSHandler(w http.ResponseWriter, r *http.Request) error {
 	var req virtualSMSRequest
 	if err := httpx.DecodeJSON(r, &req); err != nil {
 		return err
 	}
-	var fields httpx.Fields
-	bad := fields.Add
-	var from, to string
-	switch {
-	case req.FromNumber == nil || *req.FromNumber == "":
-		bad("from_number", "is required")
-	default:
-		p, err := NormalizePhone(*req.FromNumber)
-		if err != nil {
-			bad("from_number", err.Error())
-		}
-		from = p
-	}
-	switch {
-	case req.ToNumber == nil || *req.ToNumber == "":
-		bad("to_number", "is required")
-	default:
-		p, err := NormalizePhone(*req.ToNumber)
-		if err != nil {
-			bad("to_number", err.Error())
-		}
-		to = p
-	}
-	switch {
-	case req.Body == nil || *req.Body == "":
-		bad("body", "is required")
-	case utf8.RuneCountInString(*req.Body) > MaxBodyRunes:
-		bad("body", "must be at most 1600 characters")
-	}
-	if err := fields.Err(); err != nil {
-		return err
-	}
-	n, err := a.Service.NumberByPhone(r.Context(), to)
-	if errors.Is(err, ErrNotFound) || (err == nil && n.OrgID != tenant.OrgFrom(r.Context()).ID) {
-		return httpx.Errorf(http.StatusNotFound, "sms_number_not_found", "to_number %s is not an SMS number of this organisation", to)
-	}
-	if err != nil {
-		return err
-	}
-	m, _, err := a.Service.Receive(r.Context(), n, Inbound{From: from, Body: *req.Body})
-	if errors.Is(err, ErrInactive) {
-		return inactive(n)
-	}
+	m, err := a.Service.SendVirtual(r.Context(), tenant.PrincipalFrom(r.Context()), VirtualRequest(req))
 	if err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"data": m})
 	return nil
-}
-
-func inactive(n Number) error {
-	return httpx.Errorf(http.StatusConflict, "sms_number_inactive", "sms number %s is %s, not active", n.Phone, n.Status)
 }
 
 type searchOptions struct {
@@ -156,7 +112,7 @@ type searchResponse struct {
 // included, from_number normalised, dates in the contract's format.
 func ParseSearch(r *http.Request) (q Query, options searchOptions, wait bool, err error) {
 	qp := httpx.NewQuery(r)
-	var fields httpx.Fields
+	var fields problem.Fields
 	bad := fields.Add
 	options.Limit = qp.Int("limit", DefaultLimit, 1, MaxLimit)
 	options.Offset = qp.Int("offset", 0, 0, -1)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/problem"
 )
 
 // TwilioWebhookPath is where a Twilio number's "A message comes in" webhook
@@ -126,7 +127,7 @@ func (a *API) TwilioInboundHandler(w http.ResponseWriter, r *http.Request) error
 			"X-Twilio-Signature does not match; check CATCHBOX_TWILIO_AUTH_TOKEN and that CATCHBOX_PUBLIC_URL is the URL configured at the provider")
 	}
 	f := r.PostForm
-	var fields httpx.Fields
+	var fields problem.Fields
 	to, err := NormalizePhone(f.Get("To"))
 	if err != nil {
 		fields.Add("To", err.Error())

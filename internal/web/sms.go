@@ -89,7 +89,8 @@ func (d *Dashboard) SMSEventsHandler(w http.ResponseWriter, r *http.Request) err
 }
 
 // VirtualSMSHandler answers POST /sms/{phone}/virtual: a message received on
-// the number as if a carrier had delivered it (the API's POST /api/sms/virtual).
+// the number as if a carrier had delivered it (sms.SendVirtual, as the API's
+// POST /api/sms/virtual).
 func (d *Dashboard) VirtualSMSHandler(w http.ResponseWriter, r *http.Request) error {
 	n, err := d.number(r)
 	if err != nil {
@@ -98,8 +99,9 @@ func (d *Dashboard) VirtualSMSHandler(w http.ResponseWriter, r *http.Request) er
 	if err := parseForm(w, r); err != nil {
 		return err
 	}
-	body := map[string]any{"to_number": n.Phone, "from_number": r.PostForm.Get("from_number"), "body": r.PostForm.Get("body")}
-	if err := apiCall(r, d.SMS.VirtualSMSHandler, http.MethodPost, "/api/sms/virtual", nil, body, nil); err != nil {
+	_, err = d.SMS.Service.SendVirtual(r.Context(), tenant.PrincipalFrom(r.Context()),
+		sms.VirtualRequest{ToNumber: n.Phone, FromNumber: r.PostForm.Get("from_number"), Body: r.PostForm.Get("body")})
+	if err != nil {
 		return err
 	}
 	return redirect(w, r, "/sms/"+n.Phone, "Message received.")
