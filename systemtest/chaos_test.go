@@ -15,6 +15,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // apiCall sends a request with the test key and fails the test unless the
@@ -120,9 +121,10 @@ func TestChaosAcrossReplicas(t *testing.T) {
 	if got := rcptReply(t, a.SMTP, "refuse@default.localhost"); got != 550 {
 		t.Fatalf("RCPT on A after PUT on A: %d, want 550", got)
 	}
-	if !eventually(10*time.Second, 20*time.Millisecond, func() bool { return rcptReply(t, b.SMTP, "refuse@default.localhost") == 550 }) {
-		t.Fatal("replica B never applied the rules set through A")
-	}
+	testkit.Await(t, "replica B to apply the rules set through A (RCPT answered 550)", func() (int, bool) {
+		got := rcptReply(t, b.SMTP, "refuse@default.localhost")
+		return got, got == 550
+	})
 	for _, s := range []*server{a, b} {
 		if got := rcptReply(t, s.SMTP, "refuse@calm.localhost"); got != 250 {
 			t.Fatalf("%s: RCPT to the namespace without rules answered %d", s.name, got)
@@ -157,9 +159,10 @@ func TestChaosAcrossReplicas(t *testing.T) {
 	if got := rcptReply(t, b.SMTP, "refuse@default.localhost"); got != 250 {
 		t.Fatalf("RCPT on B after DELETE on B: %d", got)
 	}
-	if !eventually(10*time.Second, 20*time.Millisecond, func() bool { return rcptReply(t, a.SMTP, "refuse@default.localhost") == 250 }) {
-		t.Fatal("replica A kept the rules cleared through B")
-	}
+	testkit.Await(t, "replica A to drop the rules cleared through B (RCPT answered 250)", func() (int, bool) {
+		got := rcptReply(t, a.SMTP, "refuse@default.localhost")
+		return got, got == 250
+	})
 	if body := apiCall(t, ctx, a.HTTP, "GET", "/api/namespace/default/chaos", "", 200); strings.TrimSpace(body) != `{"data":{"rules":[]}}` {
 		t.Fatalf("GET on A after DELETE on B: %s", body)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // TestCrashUnderLoad kills the server with SIGKILL while eight SMTP connections
@@ -53,14 +54,15 @@ func TestCrashUnderLoad(t *testing.T) {
 			l := startLoad(t, "crash", addrs, max)
 			// Kill somewhere in the middle of the load: after enough
 			// acknowledgements that commits are in flight on every connection.
-			if !eventually(60*time.Second, 10*time.Millisecond, func() bool { return l.ackedCount() >= 150 }) {
+			if !testkit.Eventually(testkit.Patience, func() bool { return l.ackedCount() >= 150 }) {
 				l.stop()
 				t.Fatalf("the load did not reach 150 acknowledged messages: %s", summarize(l.results()))
 			}
 			if c.afterWALRestart {
 				dbPath := strings.TrimPrefix(dbURL, "sqlite://")
 				var peak uint32
-				restarted := eventually(120*time.Second, 5*time.Millisecond, func() bool {
+				// Sampled every 5 ms: the peak must be seen before it passes.
+				restarted := testkit.EventuallyEvery(2*time.Minute, 5*time.Millisecond, func() bool {
 					n, ok := store.SQLiteWALFrames(dbPath)
 					if ok && n > peak {
 						peak = n

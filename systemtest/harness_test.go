@@ -253,19 +253,3 @@ func (b *logBuffer) tail(n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// eventually polls cond every interval until it holds or timeout passes, and
-// reports whether it held. It is for waiting on asynchronous effects, never for
-// asserting how fast they happen.
-func eventually(timeout, interval time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(interval)
-	}
-}

@@ -17,6 +17,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // TestOutboundDeliveryRestart stops the server while outbound deliveries are
@@ -65,9 +66,10 @@ func testOutboundRestart(t *testing.T, d store.Dialect, sig syscall.Signal) {
 	for i, m := range ms {
 		ids[i] = postSend(t, ctx, first.HTTP, m)
 	}
-	if !eventually(120*time.Second, 10*time.Millisecond, func() bool { return len(relay.Received()) >= 5 }) {
-		t.Fatalf("the relay received %d messages before the stop", len(relay.Received()))
-	}
+	testkit.AwaitWithin(t, 2*time.Minute, "5 messages at the relay before the stop", func() (int, bool) {
+		n := len(relay.Received())
+		return n, n >= 5
+	})
 	stopAt := time.Now()
 	first.signal(sig)
 	before := len(relay.Received())
@@ -147,11 +149,7 @@ func startTestRelay(t *testing.T) *relaytest.Server {
 // signal sends sig to the server and waits for it to exit.
 func (s *server) signal(sig syscall.Signal) {
 	s.cmd.Process.Signal(sig)
-	select {
-	case <-s.exited:
-	case <-time.After(60 * time.Second):
-		s.t.Fatalf("%s did not exit within a minute of %s", s.name, sig)
-	}
+	testkit.Receive(s.t, fmt.Sprintf("%s to exit after %s", s.name, sig), s.exited)
 }
 
 // verifyDestinations makes the external addresses verified destinations of
@@ -219,13 +217,12 @@ type outboundState struct {
 func waitOutboundSent(t *testing.T, ctx context.Context, base string, ids []string) {
 	t.Helper()
 	for _, id := range ids {
-		var st outboundState
-		ok := eventually(3*time.Minute, 50*time.Millisecond, func() bool {
-			st = outboundState{}
+		st := testkit.AwaitWithin(t, 3*time.Minute, "outbound email "+id+" sent or failed", func() (outboundState, bool) {
+			var st outboundState
 			err := apiGet(ctx, base, "/api/emails/outbound/"+id, nil, &st)
-			return err == nil && (st.Status == "sent" || st.Status == "failed")
+			return st, err == nil && (st.Status == "sent" || st.Status == "failed")
 		})
-		if !ok || st.Status != "sent" {
+		if st.Status != "sent" {
 			t.Fatalf("outbound email %s: %+v", id, st)
 		}
 		for _, r := range st.Recipients {

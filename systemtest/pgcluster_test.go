@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // pgCluster is a private PostgreSQL server for one test, so that the test may
@@ -128,7 +130,7 @@ func (c *pgCluster) start() {
 		cmd.Wait()
 		close(exited)
 	}()
-	ok := eventually(60*time.Second, 100*time.Millisecond, func() bool {
+	ok := testkit.Eventually(testkit.Patience, func() bool {
 		select {
 		case <-exited:
 			return true

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // TestPostgresRestart stops PostgreSQL (immediate mode, like a crash) while
@@ -28,7 +30,7 @@ func TestPostgresRestart(t *testing.T) {
 
 	addrs := []string{srv.SMTP, srv.SMTP, srv.SMTP, srv.SMTP}
 	l := startLoad(t, "pgrestart", addrs, 5000)
-	if !eventually(60*time.Second, 10*time.Millisecond, func() bool { return l.ackedCount() >= 100 }) {
+	if !testkit.Eventually(testkit.Patience, func() bool { return l.ackedCount() >= 100 }) {
 		l.stop()
 		t.Fatalf("the load did not reach 100 acknowledged messages: %s", summarize(l.results()))
 	}
@@ -58,7 +60,7 @@ func TestPostgresRestart(t *testing.T) {
 	upAt := time.Now()
 
 	// The service must resume by itself: new mail is acknowledged again.
-	if !eventually(120*time.Second, 20*time.Millisecond, func() bool { return l.ackedSince("", upAt) >= 50 }) {
+	if !testkit.Eventually(2*time.Minute, func() bool { return l.ackedSince("", upAt) >= 50 }) {
 		l.stop()
 		t.Fatalf("the service did not resume after PostgreSQL came back: since then %s\n(catchbox running: %v)",
 			summarize(since(l.results(), upAt)), running(srv))
@@ -67,7 +69,7 @@ func TestPostgresRestart(t *testing.T) {
 	as := l.results()
 
 	// Cross-replica wake-ups resume too: the listener reconnects by itself.
-	if eventually(60*time.Second, 20*time.Millisecond, func() bool { return srv.logs.count(listenerBack) > 0 }) {
+	if testkit.Eventually(testkit.Patience, func() bool { return srv.logs.count(listenerBack) > 0 }) {
 		t.Logf("the wake-up listener was back %.1fs after the restart", time.Since(upAt).Seconds())
 	} else {
 		t.Errorf("the wake-up listener did not reconnect after PostgreSQL came back")

@@ -11,6 +11,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // sharedSecret is the CATCHBOX_SECRET_KEY every replica of a test shares.
@@ -122,11 +123,12 @@ func TestReplicas(t *testing.T) {
 			t.Fatalf("release the reaper's lock: %v", err)
 		}
 		lock.Close()
-		if !eventually(60*time.Second, 50*time.Millisecond, func() bool { return countExpired(t, ctx, db, "held") == 0 }) {
-			t.Fatalf("the expired emails were not deleted after the lock was released")
-		}
+		testkit.Await(t, "the expired emails deleted after the lock was released", func() (string, bool) {
+			left := countExpired(t, ctx, db, "held")
+			return fmt.Sprintf("%d of %d left", left, n), left == 0
+		})
 		// The log line follows the commit; give it a moment to appear.
-		eventually(10*time.Second, 20*time.Millisecond, func() bool { return deleted()-before >= n })
+		testkit.Eventually(testkit.Patience, func() bool { return deleted()-before >= n })
 		if got := deleted() - before; got != n {
 			t.Errorf("the replicas logged %d deletions for %d expired emails: some were deleted twice", got, n)
 		}
@@ -143,14 +145,14 @@ func TestReplicas(t *testing.T) {
 	t.Run("killing one replica loses no acknowledged mail", func(t *testing.T) {
 		addrs := []string{a.SMTP, a.SMTP, a.SMTP, a.SMTP, b.SMTP, b.SMTP, b.SMTP, b.SMTP}
 		l := startLoad(t, "replicas", addrs, 3000)
-		if !eventually(60*time.Second, 10*time.Millisecond, func() bool { return l.ackedSince(a.SMTP, time.Time{}) >= 80 }) {
+		if !testkit.Eventually(testkit.Patience, func() bool { return l.ackedSince(a.SMTP, time.Time{}) >= 80 }) {
 			l.stop()
 			t.Fatalf("the load did not reach 80 acknowledged messages on A: %s", summarize(l.results()))
 		}
 		a.kill()
 		killedAt := time.Now()
 		// B keeps taking mail while A is gone.
-		if !eventually(60*time.Second, 10*time.Millisecond, func() bool { return l.ackedSince(b.SMTP, killedAt) >= 100 }) {
+		if !testkit.Eventually(testkit.Patience, func() bool { return l.ackedSince(b.SMTP, killedAt) >= 100 }) {
 			l.stop()
 			t.Fatalf("replica B stopped acknowledging mail after A was killed: %s", summarize(l.results()))
 		}
@@ -162,8 +164,8 @@ func TestReplicas(t *testing.T) {
 
 		// Work A may have been in the middle of is picked up by B.
 		insertExpired(t, ctx, db, "after-kill", 10)
-		if !eventually(60*time.Second, 50*time.Millisecond, func() bool { return countExpired(t, ctx, db, "after-kill") == 0 }) {
-			t.Errorf("replica B did not reap after A was killed")
+		if !testkit.Eventually(testkit.Patience, func() bool { return countExpired(t, ctx, db, "after-kill") == 0 }) {
+			t.Errorf("replica B did not reap after A was killed: %d of 10 expired emails left", countExpired(t, ctx, db, "after-kill"))
 		}
 		// And a wait on B is still answered by mail to B.
 		heldWaitAnswered(t, ctx, b, b, newMessage("wait-after-kill", false))

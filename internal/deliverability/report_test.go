@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // TestAnalyzeFixtures runs the whole report on fixture messages signed and
@@ -177,12 +179,7 @@ func TestRecoverPart(t *testing.T) {
 		defer recoverPart("test lookup", func() { failed <- "recorded" })
 		panic("a lookup went wrong")
 	}()
-	select {
-	case got := <-failed:
-		if got != "recorded" {
-			t.Fatalf("failed got %q", got)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the part's failure was not recorded")
+	if got := testkit.Receive(t, "the part's failure recorded", failed); got != "recorded" {
+		t.Fatalf("failed got %q", got)
 	}
 }

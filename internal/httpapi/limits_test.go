@@ -24,6 +24,7 @@ import (
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // limitEnv is the service with low request limits, a clock the test moves,
@@ -284,30 +285,12 @@ func (e *limitEnv) fetch(ip, key, path string) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// gate holds keyed requests just before their key is looked up, so that a
+// newGate holds keyed requests just before their key is looked up, so that a
 // test can make every request arrive before any is answered.
-type gate struct {
-	arrived, evaluating atomic.Int32
-	open                chan struct{}
-}
-
-func newGate(l *httpapi.Limits) *gate {
-	g := &gate{open: make(chan struct{})}
-	l.SetAuthHooks(func() { g.arrived.Add(1) }, func() { g.evaluating.Add(1); <-g.open })
+func newGate(t *testing.T, l *httpapi.Limits) *testkit.Gate {
+	g := testkit.NewGate(t)
+	l.SetAuthHooks(g.Arrive, g.Hold)
 	return g
-}
-
-// waitFor polls cond until it holds; the deadline guards a hung test and is
-// no timing assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // Fifty requests with wrong keys from one address, all arrived before any is
@@ -317,7 +300,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestParallelBadKeysNeverExceedLimit(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newLimitEnv(t, db, func(c *config.Serve) { c.AuthFailureLimit, c.AuthFailureBurst = 0.001, 20 })
-		g := newGate(e.svc.Limits)
+		g := newGate(t, e.svc.Limits)
 		const n = 50
 		codes := make(chan int, n)
 		for i := 0; i < n; i++ {
@@ -329,16 +312,16 @@ func TestParallelBadKeysNeverExceedLimit(t *testing.T) {
 				codes <- code
 			}(i)
 		}
-		waitFor(t, "every request to arrive and the first to be looked up", func() bool {
-			return g.arrived.Load() == n && g.evaluating.Load() >= 20
+		g.Await(t, "every request to arrive and the first to be looked up", func(c testkit.GateCounts) bool {
+			return c.Arrived == n && c.Held >= 20
 		})
-		close(g.open)
+		g.Open()
 		count := map[int]int{}
 		for i := 0; i < n; i++ {
 			count[<-codes]++
 		}
-		if count[401] != 20 || count[429] != n-20 || g.evaluating.Load() != 20 {
-			t.Fatalf("answers %v, %d keys looked up; want 20 × 401, %d × 429, 20 looked up", count, g.evaluating.Load(), n-20)
+		if count[401] != 20 || count[429] != n-20 || g.Held() != 20 {
+			t.Fatalf("answers %v, %d keys looked up; want 20 × 401, %d × 429, 20 looked up", count, g.Held(), n-20)
 		}
 		e.want(e.get("127.0.0.2", e.svc.NewKey, "/api/test"), 429, "too_many_auth_failures")
 		e.want(e.get("127.0.0.3", e.svc.NewKey, "/api/test"), 200, "")
@@ -352,7 +335,7 @@ func TestParallelGoodKeyServed(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newLimitEnv(t, db, func(c *config.Serve) { c.AuthFailureLimit, c.AuthFailureBurst = 0.001, 2 })
 		e.svc.Limits.SetAuthWait(time.Minute) // however long the gate takes to open
-		g := newGate(e.svc.Limits)
+		g := newGate(t, e.svc.Limits)
 		const n = 20
 		codes := make(chan int, n)
 		for i := 0; i < n; i++ {
@@ -364,10 +347,10 @@ func TestParallelGoodKeyServed(t *testing.T) {
 				codes <- code
 			}()
 		}
-		waitFor(t, "every request to arrive and two to be looked up", func() bool {
-			return g.arrived.Load() == n && g.evaluating.Load() == 2
+		g.Await(t, "every request to arrive and two to be looked up", func(c testkit.GateCounts) bool {
+			return c.Arrived == n && c.Held == 2
 		})
-		close(g.open)
+		g.Open()
 		for i := 0; i < n; i++ {
 			if code := <-codes; code != 200 {
 				t.Fatalf("a good key among many at once: %d", code)

@@ -20,6 +20,7 @@ import (
 	"github.com/catchbox/catchbox/internal/smtpd"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // harness is an SMTP listener and an IMAP listener on 127.0.0.1:0 over one
@@ -63,18 +64,8 @@ func newHarness(t *testing.T, db *store.DB, cfg Config) *harness {
 	t.Cleanup(h.ingester.Close)
 	h.auth = mailauth.New(ts, 10, time.Minute)
 
-	sl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	smtpSrv := smtpd.New(smtpd.Config{Auth: h.auth}, ts, h.ingester)
-	go smtpSrv.Serve(sl)
-	h.smtpAddr = sl.Addr().String()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		smtpSrv.Shutdown(ctx)
-	})
+	h.smtpAddr = testkit.Serve(t, smtpSrv.Shutdown, smtpSrv.Serve).Addrs[0]
 	h.serve(cfg)
 	return h
 }
@@ -88,36 +79,16 @@ func (h *harness) serve(cfg Config) {
 // speaking implicit TLS (its address in h.imapsAddr).
 func (h *harness) serveListeners(cfg Config, implicitTLS bool) {
 	h.t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		h.t.Fatal(err)
-	}
 	srv := New(cfg, h.auth, h.tenants, h.searcher, h.ingester, h.notifier)
-	served := make(chan error, 2)
-	go func() { served <- srv.Serve(l, false) }()
-	h.srv, h.imapAddr = srv, l.Addr().String()
-	listeners := 1
+	serves := []func(net.Listener) error{func(l net.Listener) error { return srv.Serve(l, false) }}
 	if implicitTLS {
-		tl, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		go func() { served <- srv.Serve(tl, true) }()
-		h.imapsAddr = tl.Addr().String()
-		listeners++
+		serves = append(serves, func(l net.Listener) error { return srv.Serve(l, true) })
 	}
-	h.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			h.t.Errorf("shutdown: %v", err)
-		}
-		for range listeners {
-			if err := <-served; err != nil {
-				h.t.Errorf("serve: %v", err)
-			}
-		}
-	})
+	s := testkit.Serve(h.t, srv.Shutdown, serves...)
+	h.srv, h.imapAddr = srv, s.Addrs[0]
+	if implicitTLS {
+		h.imapsAddr = s.Addrs[1]
+	}
 }
 
 func (h *harness) password(name string) string { return h.tenants.SMTPPassword(h.ns[name]) }

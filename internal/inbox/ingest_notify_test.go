@@ -3,12 +3,12 @@ package inbox
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // Mail stored by one replica wakes the searches held on its namespace on
@@ -29,11 +29,7 @@ func TestDeliverWakesOtherReplicas(t *testing.T) {
 	}
 	woken := func(sub *notify.Subscription) {
 		t.Helper()
-		select {
-		case <-sub.C:
-		case <-time.After(time.Minute):
-			t.Fatal("the other replica was not woken")
-		}
+		testkit.Receive(t, "the other replica's wake-up", sub.C)
 	}
 
 	// Once the probe has woken, whether by a's NOTIFY or by b's listener

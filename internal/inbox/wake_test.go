@@ -11,6 +11,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // TestArrivalWakesOnlyItsWaiters: with 1,000 searches held on distinct
@@ -107,11 +108,7 @@ func TestArrivalWakesOnlyItsWaiters(t *testing.T) {
 
 func woken(t *testing.T, s *notify.Subscription) {
 	t.Helper()
-	select {
-	case <-s.C:
-	case <-time.After(time.Minute): // a guard against a hung test
-		t.Fatal("no wake-up")
-	}
+	testkit.Receive(t, "a wake-up", s.C)
 }
 
 func pending(s *notify.Subscription) bool {

@@ -12,6 +12,7 @@ import (
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // clock is the tests' forced clock: it moves only when a test moves it.
@@ -85,30 +86,6 @@ func notifierFor(t *testing.T, db *store.DB, hub *notify.Hub) notify.Notifier {
 	return p
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// receive waits for a value on ch; the limit only keeps a broken queue from
-// hanging the test run.
-func receive[T any](t *testing.T, what string, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(60 * time.Second):
-		t.Fatalf("gave up waiting for %s", what)
-		panic("unreachable")
-	}
-}
-
 func get(t *testing.T, q *Queue, id int64) Info {
 	t.Helper()
 	in, err := q.Get(context.Background(), id)
@@ -120,12 +97,10 @@ func get(t *testing.T, q *Queue, id int64) Info {
 
 func waitState(t *testing.T, q *Queue, id int64, s State, attempts int) Info {
 	t.Helper()
-	var in Info
-	waitFor(t, fmt.Sprintf("job %d %s after %d attempts", id, s, attempts), func() bool {
-		in = get(t, q, id)
-		return in.State == s && in.Attempts == attempts
+	return testkit.Await(t, fmt.Sprintf("job %d %s after %d attempts", id, s, attempts), func() (Info, bool) {
+		in := get(t, q, id)
+		return in, in.State == s && in.Attempts == attempts
 	})
-	return in
 }
 
 func enqueue(t *testing.T, q *Queue, kind string, opts EnqueueOptions) int64 {
@@ -405,7 +380,7 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 		}
 		clk.Add(testLease + time.Millisecond)
 		wake(live, "deliver")
-		receive(t, "the take-over", entered)
+		testkit.Receive(t, "the take-over", entered)
 		if err := abandoned[0].Finish(ctx, nil, effect(abandoned[0])); !errors.Is(err, ErrLeaseLost) {
 			t.Fatalf("late Finish of the dead replica = %v, want ErrLeaseLost", err)
 		}
@@ -443,7 +418,7 @@ func TestStalledWorkerLosesItsJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := enqueue(t, stalled, "deliver", EnqueueOptions{})
-		receive(t, "the first attempt", entered)
+		testkit.Receive(t, "the first attempt", entered)
 
 		db2 := replica(t, db)
 		other := newQueue(t, db2, clk, notifierFor(t, db2, hub))
@@ -456,7 +431,7 @@ func TestStalledWorkerLosesItsJob(t *testing.T) {
 		}
 		waitState(t, other, id, Done, 2)
 		close(release)
-		if err := receive(t, "the stalled worker's Finish", finished); !errors.Is(err, ErrLeaseLost) {
+		if err := testkit.Receive(t, "the stalled worker's Finish", finished); !errors.Is(err, ErrLeaseLost) {
 			t.Fatalf("stalled worker's Finish = %v, want ErrLeaseLost", err)
 		}
 		if n := effects(t, db, id); n != 1 {
@@ -511,12 +486,12 @@ func TestTwoReplicasRunEachJobOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, "every job done", func() bool {
+		testkit.Await(t, "every job done", func() ([]Count, bool) {
 			counts, err := queues[0].Counts(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return len(counts) == 1 && counts[0].State == Done && counts[0].Jobs == len(ids)
+			return counts, len(counts) == 1 && counts[0].State == Done && counts[0].Jobs == len(ids)
 		})
 		committed := map[int64]int{}
 		rows, err := db.Query(ctx, "SELECT job_id, COUNT(*) FROM job_effects GROUP BY job_id")
@@ -627,11 +602,11 @@ func TestCancel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		receive(t, "the running job", entered)
+		testkit.Receive(t, "the running job", entered)
 		if !cancel(running) {
 			t.Fatal("Cancel of a running job reported nothing cancelled")
 		}
-		if err := receive(t, "the cancelled job's Finish", finished); !errors.Is(err, ErrLeaseLost) {
+		if err := testkit.Receive(t, "the cancelled job's Finish", finished); !errors.Is(err, ErrLeaseLost) {
 			t.Fatalf("cancelled job's Finish = %v, want ErrLeaseLost", err)
 		}
 		if in := get(t, q, running); in.State != Cancelled || effects(t, db, running) != 0 {
@@ -666,13 +641,13 @@ func TestGracefulStop(t *testing.T) {
 			t.Fatal(err)
 		}
 		first := enqueue(t, q, "deliver", EnqueueOptions{})
-		receive(t, "the first job", entered)
+		testkit.Receive(t, "the first job", entered)
 		second := enqueue(t, q, "deliver", EnqueueOptions{}) // waits for the only worker
 		stopped := make(chan error, 1)
 		go func() { stopped <- q.Stop(ctx) }()
-		waitFor(t, "the claim loops to end", func() bool { return hub.Waiters() == 0 })
+		testkit.Await(t, "the claim loops to end", func() (int, bool) { n := hub.Waiters(); return n, n == 0 })
 		close(release)
-		if err := receive(t, "Stop", stopped); err != nil {
+		if err := testkit.Receive(t, "Stop", stopped); err != nil {
 			t.Fatalf("Stop = %v, want nil once the running job finished", err)
 		}
 		waitState(t, q, first, Done, 1)
@@ -690,7 +665,7 @@ func TestGracefulStop(t *testing.T) {
 		if err := q2.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if id := receive(t, "the second job", entered); id != second {
+		if id := testkit.Receive(t, "the second job", entered); id != second {
 			t.Fatalf("second queue ran job %d, want %d", id, second)
 		}
 		sctx, cancel := context.WithCancel(ctx)
@@ -733,7 +708,7 @@ func TestFinishOutlivesTheHandlersContext(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := enqueue(t, q, "deliver", EnqueueOptions{})
-		if err := receive(t, "Finish", finished); err != nil {
+		if err := testkit.Receive(t, "Finish", finished); err != nil {
 			t.Fatalf("Finish after the handler's context ended = %v, want nil", err)
 		}
 		waitState(t, q, id, Done, 1)

@@ -7,20 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
 
-// waitFor polls cond until it holds; the deadline guards against a hung test
-// and is no timing assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+	"github.com/catchbox/catchbox/internal/testkit"
+)
 
 // Attempts charged at once never take more than the burst, however many
 // arrive before any has ended: the charge is taken before the evaluation.
@@ -111,7 +100,7 @@ func TestChargeWaitsForPending(t *testing.T) {
 		second = c
 		got <- err
 	}()
-	waitFor(t, "the second attempt to wait", func() bool { return b.waiting("k") })
+	testkit.WaitFor(t, "the second attempt to wait", func() bool { return b.waiting("k") })
 	first.Refund()
 	if err := <-got; err != nil {
 		t.Fatalf("after the refund: %v", err)
@@ -120,7 +109,7 @@ func TestChargeWaitsForPending(t *testing.T) {
 		_, err := b.Charge(context.Background(), "k")
 		got <- err
 	}()
-	waitFor(t, "the third attempt to wait", func() bool { return b.waiting("k") })
+	testkit.WaitFor(t, "the third attempt to wait", func() bool { return b.waiting("k") })
 	second.Settle() // a failure: the token stays spent
 	var r *Refused
 	if err := <-got; !errors.As(err, &r) {
@@ -144,7 +133,7 @@ func TestChargeWaitEndsWithContext(t *testing.T) {
 		_, err := b.Charge(ctx, "k")
 		got <- err
 	}()
-	waitFor(t, "the attempt to wait", func() bool { return b.waiting("k") })
+	testkit.WaitFor(t, "the attempt to wait", func() bool { return b.waiting("k") })
 	cancel()
 	var r *Refused
 	if err := <-got; !errors.As(err, &r) {

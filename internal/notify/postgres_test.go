@@ -7,10 +7,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // A topic announced in a transaction wakes the other replicas' waiters when the
@@ -115,15 +115,10 @@ func newTopic(name string) string {
 	return name + ":" + hex.EncodeToString(b[:])
 }
 
-// woken waits for a wake-up of sub; a minute without one is a failure rather
-// than a hung test.
+// woken waits for a wake-up of sub.
 func woken(t *testing.T, sub *Subscription) {
 	t.Helper()
-	select {
-	case <-sub.C:
-	case <-time.After(time.Minute):
-		t.Fatalf("no wake-up of %s", sub.topic)
-	}
+	testkit.Receive(t, "a wake-up of "+sub.topic, sub.C)
 }
 
 // pending reports whether sub has a wake-up waiting.

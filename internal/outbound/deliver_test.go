@@ -18,6 +18,7 @@ import (
 	"github.com/catchbox/catchbox/internal/outbound/relaytest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // startRelay starts a test relay requiring AUTH, closed when t ends.
@@ -65,18 +66,19 @@ func newDeliveryEnvWith(t testing.TB, db *store.DB, relayURL string, before func
 // a broken delivery from hanging the run.
 func (e *apiEnv) until(id, what string, cond func(outbound.Detail) bool) outbound.Detail {
 	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	d := testkit.Await(e.t, what, func() (detailJSON, bool) {
 		d := e.detail(id)
-		if cond(d) {
-			return d
-		}
-		if time.Now().After(deadline) {
-			js, _ := json.MarshalIndent(d, "", "  ")
-			e.t.Fatalf("gave up waiting for %s: %s", what, js)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return detailJSON(d), cond(d)
+	})
+	return outbound.Detail(d)
+}
+
+// detailJSON prints a detail form as indented JSON in a wait's failure.
+type detailJSON outbound.Detail
+
+func (d detailJSON) String() string {
+	js, _ := json.MarshalIndent(outbound.Detail(d), "", "  ")
+	return string(js)
 }
 
 // settled: every recipient is final, or deferred after n attempts or more.
@@ -357,9 +359,7 @@ func TestInternalDeliveryWakesWait(t *testing.T) {
 			body, _ := io.ReadAll(resp.Body)
 			done <- response{status: resp.StatusCode, body: body}
 		}()
-		for hub.Waiters() == before {
-			time.Sleep(5 * time.Millisecond)
-		}
+		testkit.Await(t, "the wait request held", func() (int, bool) { n := hub.Waiters(); return n, n != before })
 		e.send("default", map[string]any{"to": []string{"waiter@default.localhost"}, "subject": "your wake-token", "text": "x"})
 		r := <-done
 		if r.status != http.StatusOK || !strings.Contains(string(r.body), "your wake-token") {
@@ -439,13 +439,7 @@ func TestCancelDuringAttempt(t *testing.T) {
 		defer release()
 		s := e.send("default", map[string]any{"to": []string{"held@example.com", "kept-out@default.localhost"},
 			"subject": "cancelled midway", "text": "x"})
-		deadline := time.Now().Add(60 * time.Second)
-		for relay.Rcpts("held@example.com") == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the attempt never reached the relay")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testkit.WaitFor(t, "the attempt to reach the relay", func() bool { return relay.Rcpts("held@example.com") > 0 })
 		if r := e.do(e.key, "POST", "/api/emails/outbound/"+s.ID+"/cancel", nil); r.status != http.StatusOK {
 			t.Fatalf("cancel: %d %s", r.status, r.body)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/catchbox/catchbox/internal/outbound/relaytest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // benchEnv is the whole service on a fresh store with its job queue running
@@ -143,17 +144,11 @@ func benchLatency(b *testing.B, db *store.DB, path string, n, conc int) ([]time.
 	var lat []time.Duration
 	var last time.Time
 	for i := 0; i < n; i++ {
-		var at time.Time
-		deadline := time.Now().Add(5 * time.Minute)
-		for at.IsZero() {
-			if time.Now().After(deadline) {
-				b.Fatalf("message %d not delivered after 5 minutes", i)
-			}
-			at = be.deliveredAt(b, path, subject(i), ids[i])
-			if at.IsZero() {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}
+		// The time of delivery is the one recorded, not when it is seen.
+		at := testkit.AwaitWithin(b, 5*time.Minute, fmt.Sprintf("message %d delivered", i), func() (time.Time, bool) {
+			at := be.deliveredAt(b, path, subject(i), ids[i])
+			return at, !at.IsZero()
+		})
 		lat = append(lat, at.Sub(posted[i]))
 		if at.After(last) {
 			last = at
@@ -257,12 +252,9 @@ func benchQueue(b *testing.B, db *store.DB, path string, n int) time.Duration {
 	b.StartTimer()
 	start := time.Now()
 	be.startJobs(b)
-	deadline := start.Add(20 * time.Minute)
-	for count() < n {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d delivered after 20 minutes", count(), n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	// Looked at every 5 ms: the time is taken when the last is seen.
+	if !testkit.EventuallyEvery(20*time.Minute, 5*time.Millisecond, func() bool { return count() >= n }) {
+		b.Fatalf("%d of %d delivered after 20 minutes", count(), n)
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()

@@ -21,6 +21,7 @@ import (
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // relayed is a message the test relay accepted.
@@ -95,13 +96,7 @@ func (s *relaySession) Logout() error { return nil }
 // next waits for the relay's next message.
 func (r *testRelay) next(t *testing.T) relayed {
 	t.Helper()
-	select {
-	case m := <-r.got:
-		return m
-	case <-time.After(time.Minute):
-		t.Fatal("the relay received nothing")
-		return relayed{}
-	}
+	return testkit.Receive(t, "the relay's next message", r.got)
 }
 
 var linkRE = regexp.MustCompile(`http://\S+/verify/destinations/\S+`)

@@ -55,32 +55,10 @@ func newHarness(t *testing.T, db *store.DB, cfg Config) *harness {
 	t.Cleanup(ing.Close)
 	auth := mailauth.New(ts, 3, time.Minute)
 	h.auth = auth
-	sl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	smtpSrv := smtpd.New(smtpd.Config{Auth: auth}, ts, ing)
-	go smtpSrv.Serve(sl)
-	h.smtpAddr = sl.Addr().String()
-	pl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h.smtpAddr = testkit.Serve(t, smtpSrv.Shutdown, smtpSrv.Serve).Addrs[0]
 	srv := New(cfg, auth, h.searcher)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(pl, false) }()
-	h.pop3Addr = pl.Addr().String()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		smtpSrv.Shutdown(ctx)
-	})
+	h.pop3Addr = testkit.Serve(t, srv.Shutdown, func(l net.Listener) error { return srv.Serve(l, false) }).Addrs[0]
 	return h
 }
 
@@ -96,27 +74,10 @@ func (h *harness) send(rcpt, raw string) {
 func (h *harness) serveTLS(cfg Config) (plain, implicit string) {
 	h.t.Helper()
 	srv := New(cfg, h.auth, h.searcher)
-	served := make(chan error, 2)
-	var addrs [2]string
-	for i, tlsOn := range []bool{false, true} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		addrs[i] = l.Addr().String()
-		go func() { served <- srv.Serve(l, tlsOn) }()
-	}
-	h.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		for range 2 {
-			if err := <-served; err != nil {
-				h.t.Errorf("serve: %v", err)
-			}
-		}
-	})
-	return addrs[0], addrs[1]
+	s := testkit.Serve(h.t, srv.Shutdown,
+		func(l net.Listener) error { return srv.Serve(l, false) },
+		func(l net.Listener) error { return srv.Serve(l, true) })
+	return s.Addrs[0], s.Addrs[1]
 }
 
 // client speaks POP3 line by line.

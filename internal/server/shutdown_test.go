@@ -11,6 +11,7 @@ import (
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // TestShutdownAnswersHeldWaits checks graceful shutdown with a wait=true
@@ -51,9 +52,10 @@ func TestShutdownAnswersHeldWaits(t *testing.T) {
 			}()
 			// Wait until the request is held (the gauge of /metrics says so);
 			// a message for another search proves the hold is not a match.
-			for !strings.Contains(run.fetch(t, run.ready.PublicURL+"/metrics"), "\ncatchbox_held_waits 1\n") {
-				time.Sleep(10 * time.Millisecond)
-			}
+			testkit.Await(t, "the wait request held", func() (string, bool) {
+				line := metricLine(run.fetch(t, run.ready.PublicURL+"/metrics"), "catchbox_held_waits")
+				return line, line == "catchbox_held_waits 1"
+			})
 			if err := smtp.SendMail(run.ready.SMTPAddrs[0], nil, "a@example.org", []string{"x@default.localhost"}, message("x@default.localhost", "other")); err != nil {
 				t.Fatal(err)
 			}
@@ -65,14 +67,21 @@ func TestShutdownAnswersHeldWaits(t *testing.T) {
 			// The answer was written before Run returned; the bound only keeps
 			// a broken drain from hanging the suite (the request is held for
 			// an hour).
-			select {
-			case a := <-answered:
-				if a.err != nil || a.status != http.StatusTemporaryRedirect || a.location != path {
-					t.Fatalf("held wait at shutdown: %+v, want 307 to %s", a, path)
-				}
-			case <-time.After(time.Minute):
-				t.Fatal("the held wait had no answer when the server stopped")
+			a := testkit.Receive(t, "the held wait's answer", answered)
+			if a.err != nil || a.status != http.StatusTemporaryRedirect || a.location != path {
+				t.Fatalf("held wait at shutdown: %+v, want 307 to %s", a, path)
 			}
 		})
 	}
+}
+
+// metricLine is the line of a /metrics page that gives the value of the
+// unlabelled metric name, or a note that it is absent.
+func metricLine(page, name string) string {
+	for line := range strings.Lines(page) {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			return name + " " + strings.TrimSpace(rest)
+		}
+	}
+	return name + " is absent"
 }

@@ -3,12 +3,12 @@ package sms_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // A message received on one replica wakes the searches held on its number on
@@ -30,11 +30,7 @@ func TestReceiveWakesOtherReplicas(t *testing.T) {
 	}
 	woken := func(sub *notify.Subscription) {
 		t.Helper()
-		select {
-		case <-sub.C:
-		case <-time.After(time.Minute):
-			t.Fatal("the other replica was not woken")
-		}
+		testkit.Receive(t, "the other replica's wake-up", sub.C)
 	}
 
 	// Once b's first wake-up has come, whether from the announcement or from

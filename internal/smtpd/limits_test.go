@@ -1,10 +1,10 @@
 package smtpd
 
 import (
+	"fmt"
 	"net"
 	"net/textproto"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +12,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // rawFrom is raw for a connection from the local address ip: Linux routes all
@@ -68,19 +69,15 @@ func TestConnectionLimitPerAddress(t *testing.T) {
 		idle[0].cmd("QUIT", 221)
 		idle[0].expectClosed()
 		// The slot is freed once the server has closed that connection.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testkit.Await(t, "a connection from 127.0.0.2 accepted after one closed", func() (string, bool) {
 			r := h.rawFrom("127.0.0.2")
-			code, _, err := r.reply()
+			code, msg, err := r.reply()
 			if err == nil && code == 220 {
 				r.cmd("QUIT", 221)
-				break
+				return "220", true
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no connection from 127.0.0.2 accepted after one closed: %d %v", code, err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return fmt.Sprintf("%d %q %v", code, msg, err), false
+		})
 	})
 }
 
@@ -137,32 +134,6 @@ func TestAuthFailuresThrottled(t *testing.T) {
 	})
 }
 
-// gate holds attempts at the point where their credentials would be
-// evaluated, so that a test can make every attempt arrive before any is
-// answered: the race a throttle checked before and charged after loses.
-type gate struct {
-	arrived, evaluating atomic.Int32
-	open                chan struct{}
-}
-
-func newGate() *gate { return &gate{open: make(chan struct{})} }
-
-func (g *gate) arrive()   { g.arrived.Add(1) }
-func (g *gate) evaluate() { g.evaluating.Add(1); <-g.open }
-
-// waitFor polls cond until it holds; the deadline guards a hung test and is
-// no timing assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // Sixty connections from one address that all send wrong credentials before
 // any is answered have at most AuthFailures (10) of them evaluated, 535 each;
 // the others are refused with 421 unevaluated. The right password sent next
@@ -172,8 +143,8 @@ func TestParallelAuthNeverExceedsLimit(t *testing.T) {
 		h := newHarness(t, db, Config{AuthFailures: 10, AuthLockout: time.Minute, MaxConnsPerIP: 200})
 		now := time.Date(2026, 11, 22, 3, 23, 50, 0, time.UTC)
 		h.srv.auth.SetClock(func() time.Time { return now })
-		g := newGate()
-		h.srv.auth.Arrived, h.srv.auth.Evaluating = g.arrive, g.evaluate
+		g := testkit.NewGate(t) // attempts held where their credentials would be evaluated
+		h.srv.auth.Arrived, h.srv.auth.Evaluating = g.Arrive, g.Hold
 		bad := "AUTH PLAIN " + b64("\x00alpha\x00wrong-password")
 		good := "AUTH PLAIN " + b64("\x00alpha\x00"+h.password("alpha"))
 
@@ -195,16 +166,16 @@ func TestParallelAuthNeverExceedsLimit(t *testing.T) {
 				codes <- code
 			}(c)
 		}
-		waitFor(t, "every attempt to arrive and the first to be evaluated", func() bool {
-			return g.arrived.Load() == n && g.evaluating.Load() >= 10
+		g.Await(t, "every attempt to arrive and the first to be evaluated", func(c testkit.GateCounts) bool {
+			return c.Arrived == n && c.Held >= 10
 		})
-		close(g.open)
+		g.Open()
 		count := map[int]int{}
 		for i := 0; i < n; i++ {
 			count[<-codes]++
 		}
-		if count[535] != 10 || count[421] != n-10 || int(g.evaluating.Load()) != 10 {
-			t.Fatalf("answers %v, %d evaluated; want 10 × 535 and %d × 421, 10 evaluated", count, g.evaluating.Load(), n-10)
+		if count[535] != 10 || count[421] != n-10 || g.Held() != 10 {
+			t.Fatalf("answers %v, %d evaluated; want 10 × 535 and %d × 421, 10 evaluated", count, g.Held(), n-10)
 		}
 		r := h.rawFrom("127.0.0.2")
 		r.mustReply(220)
@@ -214,8 +185,8 @@ func TestParallelAuthNeverExceedsLimit(t *testing.T) {
 		other.mustReply(220)
 		other.cmd("EHLO app.example", 250)
 		other.cmd(good, 235)
-		if g.evaluating.Load() != 11 {
-			t.Fatalf("%d evaluated, want 11", g.evaluating.Load())
+		if g.Held() != 11 {
+			t.Fatalf("%d evaluated, want 11", g.Held())
 		}
 	})
 }
@@ -228,8 +199,8 @@ func TestParallelRightAuthAllAccepted(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		h := newHarness(t, db, Config{AuthFailures: 2, AuthLockout: time.Hour, MaxConnsPerIP: 200})
 		h.srv.auth.SetWait(time.Minute) // however long the gate takes to open
-		g := newGate()
-		h.srv.auth.Arrived, h.srv.auth.Evaluating = g.arrive, g.evaluate
+		g := testkit.NewGate(t)         // attempts held where their credentials would be evaluated
+		h.srv.auth.Arrived, h.srv.auth.Evaluating = g.Arrive, g.Hold
 		good := "AUTH PLAIN " + b64("\x00alpha\x00"+h.password("alpha"))
 		const n = 20
 		codes := make(chan int, n)
@@ -243,10 +214,10 @@ func TestParallelRightAuthAllAccepted(t *testing.T) {
 				codes <- code
 			}()
 		}
-		waitFor(t, "every attempt to arrive and two to be evaluated", func() bool {
-			return g.arrived.Load() == n && g.evaluating.Load() == 2
+		g.Await(t, "every attempt to arrive and two to be evaluated", func(c testkit.GateCounts) bool {
+			return c.Arrived == n && c.Held == 2
 		})
-		close(g.open)
+		g.Open()
 		for i := 0; i < n; i++ {
 			if code := <-codes; code != 235 {
 				t.Fatalf("a right AUTH among many at once: %d", code)

@@ -19,7 +19,6 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // harness is a listener on 127.0.0.1:0 over a fresh store holding namespaces
@@ -74,30 +74,9 @@ func newHarness(t *testing.T, db *store.DB, cfg Config) *harness {
 // serve starts a listener; it is shut down when the test ends.
 func (h *harness) serve(cfg Config, in *inbox.Ingester) {
 	h.t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		h.t.Fatalf("listen: %v", err)
-	}
 	srv := New(cfg, h.tenants, in)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	var once sync.Once
-	var serveErr error
-	result := func() error {
-		once.Do(func() { serveErr = <-served })
-		return serveErr
-	}
-	h.srv, h.addr, h.serveResult = srv, l.Addr().String(), result
-	h.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			h.t.Errorf("shutdown: %v", err)
-		}
-		if err := result(); err != nil {
-			h.t.Errorf("serve: %v", err)
-		}
-	})
+	s := testkit.Serve(h.t, srv.Shutdown, srv.Serve)
+	h.srv, h.addr, h.serveResult = srv, s.Addrs[0], s.Wait
 }
 
 func (h *harness) password(name string) string { return h.tenants.SMTPPassword(h.ns[name]) }
@@ -797,19 +776,15 @@ func TestConnectionLimit(t *testing.T) {
 			t.Fatalf("quit: %v", err)
 		}
 		// The slot is freed once the server has closed the first connection.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		testkit.Await(t, "a connection accepted after the first closed", func() (string, bool) {
 			r := h.raw()
-			code, _, err := r.reply()
+			code, msg, err := r.reply()
 			if err == nil && code == 220 {
 				r.cmd("QUIT", 221)
-				break
+				return "220", true
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no connection accepted after the first closed: %d %v", code, err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return fmt.Sprintf("%d %q %v", code, msg, err), false
+		})
 	})
 }
 
@@ -927,9 +902,7 @@ func TestShutdown(t *testing.T) {
 			defer cancel()
 			done <- h.srv.Shutdown(ctx)
 		}()
-		for !h.srv.closing.Load() {
-			time.Sleep(time.Millisecond)
-		}
+		testkit.WaitFor(t, "the server to start closing", h.srv.closing.Load)
 
 		// The idle client is told and let go.
 		if code, msg, err := idle.reply(); err != nil || code != 421 {
@@ -947,7 +920,7 @@ func TestShutdown(t *testing.T) {
 		}
 		busy.expectClosed()
 
-		if err := <-done; err != nil {
+		if err := testkit.Receive(t, "the shutdown", done); err != nil {
 			t.Fatalf("shutdown: %v", err)
 		}
 		if err := h.serveResult(); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 func TestMigrateIsIdempotent(t *testing.T) {
@@ -159,11 +160,7 @@ func TestEveryKeepsRunningThroughFailures(t *testing.T) {
 				return nil
 			})
 		}()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Fatal("Every did not stop when its context ended")
-		}
+		testkit.Receive(t, "Every to stop when its context ended", done)
 		if runs != 4 {
 			t.Fatalf("job ran %d times, want 4 (it must survive a panic and an error)", runs)
 		}

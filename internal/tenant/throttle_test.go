@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 const signinPassword = "correct horse battery"
@@ -61,46 +61,29 @@ func signIn(ss *tenant.Sessions, addr, email, password string) error {
 	return err
 }
 
-// gate holds sign-in attempts just before their password is checked.
-type gate struct {
-	arrived, evaluating atomic.Int32
-	open                chan struct{}
-}
-
-func newGate(replicas ...*tenant.Sessions) *gate {
-	g := &gate{open: make(chan struct{})}
+// newGate holds the replicas' sign-in attempts just before their password is
+// checked.
+func newGate(t *testing.T, replicas ...*tenant.Sessions) *testkit.Gate {
+	g := testkit.NewGate(t)
 	for _, ss := range replicas {
-		ss.SetHooks(func() { g.arrived.Add(1) }, func() { g.evaluating.Add(1); <-g.open })
+		ss.SetHooks(g.Arrive, g.Hold)
 	}
 	return g
-}
-
-// waitFor polls cond until it holds; the deadline guards a hung test and is
-// no timing assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // burst makes n attempts at once, spread over the replicas, holds them at the
 // gate until every one has arrived and limit are waiting to be checked, then
 // lets them through, and counts how they ended.
-func burst(t *testing.T, g *gate, replicas []*tenant.Sessions, n, limit int, attempt func(ss *tenant.Sessions, i int) error) (failed, throttled int) {
+func burst(t *testing.T, g *testkit.Gate, replicas []*tenant.Sessions, n, limit int, attempt func(ss *tenant.Sessions, i int) error) (failed, throttled int) {
 	t.Helper()
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		go func(i int) { errs <- attempt(replicas[i%len(replicas)], i) }(i)
 	}
-	waitFor(t, "every attempt to arrive and the first to be checked", func() bool {
-		return g.arrived.Load() == int32(n) && g.evaluating.Load() >= int32(limit)
+	g.Await(t, "every attempt to arrive and the first to be checked", func(c testkit.GateCounts) bool {
+		return c.Arrived == n && c.Held >= limit
 	})
-	close(g.open)
+	g.Open()
 	for i := 0; i < n; i++ {
 		err := <-errs
 		var th *tenant.ErrThrottled
@@ -124,20 +107,20 @@ func TestParallelSignInNeverExceedsLimit(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		svc := signinService(t, db)
 		ss := []*tenant.Sessions{newSessions(svc)}
-		g := newGate(ss...)
+		g := newGate(t, ss...)
 		failed, throttled := burst(t, g, ss, 40, 5, func(ss *tenant.Sessions, i int) error {
 			return signIn(ss, "192.0.2.1", "alice@example.com", fmt.Sprint("guess ", i))
 		})
-		if failed != 5 || throttled != 35 || g.evaluating.Load() != 5 {
-			t.Fatalf("%d wrong, %d refused, %d checked; want 5, 35, 5", failed, throttled, g.evaluating.Load())
+		if failed != 5 || throttled != 35 || g.Held() != 5 {
+			t.Fatalf("%d wrong, %d refused, %d checked; want 5, 35, 5", failed, throttled, g.Held())
 		}
 
-		g = newGate(ss...)
+		g = newGate(t, ss...)
 		failed, throttled = burst(t, g, ss, 60, 20, func(ss *tenant.Sessions, i int) error {
 			return signIn(ss, "192.0.2.2", fmt.Sprintf("nobody-%d@example.com", i), "any password")
 		})
-		if failed != 20 || throttled != 40 || g.evaluating.Load() != 20 {
-			t.Fatalf("%d wrong, %d refused, %d checked; want 20, 40, 20", failed, throttled, g.evaluating.Load())
+		if failed != 20 || throttled != 40 || g.Held() != 20 {
+			t.Fatalf("%d wrong, %d refused, %d checked; want 20, 40, 20", failed, throttled, g.Held())
 		}
 	})
 }
@@ -148,19 +131,19 @@ func TestSignInLimitSharedByReplicas(t *testing.T) {
 	db := storetest.Open(t, store.Postgres)
 	svc := signinService(t, db)
 	replicas := []*tenant.Sessions{newSessions(svc), newSessions(svc)}
-	g := newGate(replicas...)
+	g := newGate(t, replicas...)
 	failed, _ := burst(t, g, replicas, 40, 5, func(ss *tenant.Sessions, i int) error {
 		return signIn(ss, "192.0.2.1", "alice@example.com", fmt.Sprint("guess ", i))
 	})
-	if failed != 5 || g.evaluating.Load() != 5 {
-		t.Fatalf("%d wrong, %d checked over two replicas; want 5", failed, g.evaluating.Load())
+	if failed != 5 || g.Held() != 5 {
+		t.Fatalf("%d wrong, %d checked over two replicas; want 5", failed, g.Held())
 	}
-	g = newGate(replicas...)
+	g = newGate(t, replicas...)
 	failed, _ = burst(t, g, replicas, 60, 20, func(ss *tenant.Sessions, i int) error {
 		return signIn(ss, "192.0.2.2", fmt.Sprintf("nobody-%d@example.com", i), "any password")
 	})
-	if failed != 20 || g.evaluating.Load() != 20 {
-		t.Fatalf("%d wrong, %d checked over two replicas; want 20", failed, g.evaluating.Load())
+	if failed != 20 || g.Held() != 20 {
+		t.Fatalf("%d wrong, %d checked over two replicas; want 20", failed, g.Held())
 	}
 	// A right password from a third address, on either replica, signs in
 	// and costs nothing.
@@ -201,7 +184,7 @@ func TestHashesBounded(t *testing.T) {
 	release := tenant.HoldHashSlot()
 	queued := make(chan error, 1)
 	go func() { queued <- signIn(ss, "192.0.2.9", "alice@example.com", signinPassword) }()
-	waitFor(t, "an attempt to wait for the slot", func() bool { return tenant.HashWaiting() == 1 })
+	testkit.Await(t, "an attempt to wait for the slot", func() (int, bool) { n := tenant.HashWaiting(); return n, n == 1 })
 	if err := signIn(ss, "192.0.2.9", "alice@example.com", "wrong"); !errors.Is(err, tenant.ErrBusy) {
 		t.Fatalf("attempt with the queue full: %v, want ErrBusy", err)
 	}

@@ -1,5 +1,6 @@
 // Package testkit is what the tests of several packages share: waits that poll
-// with a deadline, and loopback listeners stopped when the test ends.
+// with a deadline, loopback listeners stopped when the test ends, and a gate
+// that holds a race test's attempts until all have arrived.
 //
 // A wait here always ends. When what it waits for never comes, it fails the
 // test with what was awaited (and the last value seen) instead of hanging until
@@ -19,6 +20,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -45,6 +47,20 @@ func Eventually(d time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, maxPause)
+	}
+	return true
+}
+
+// EventuallyEvery is Eventually with a steady pause of every between looks,
+// for a condition that must be sampled on a beat (a peak that passes, a
+// counter that falls back) rather than caught once it holds.
+func EventuallyEvery(d, every time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return cond()
+		}
+		time.Sleep(every)
 	}
 	return true
 }
@@ -106,6 +122,57 @@ func Receive[T any](t testing.TB, what string, ch <-chan T) T {
 	}
 	var zero T
 	return zero
+}
+
+// Gate holds the attempts of a race test at the point where they are
+// evaluated until the test opens it, so that every attempt can have arrived
+// before any is answered: the race a limit checked before it is charged
+// loses. The code under test calls Arrive when an attempt comes in and Hold
+// just before it is evaluated, from any goroutine.
+type Gate struct {
+	arrived, held atomic.Int32
+	open          chan struct{}
+	once          sync.Once
+}
+
+// NewGate returns a closed gate. It is opened when t ends, if the test has
+// not opened it, so that the attempts a failed test left held do not keep
+// the server under test from shutting down.
+func NewGate(t testing.TB) *Gate {
+	g := &Gate{open: make(chan struct{})}
+	t.Cleanup(g.Open)
+	return g
+}
+
+// Arrive counts an attempt that has come in.
+func (g *Gate) Arrive() { g.arrived.Add(1) }
+
+// Hold counts an attempt about to be evaluated, and blocks it until the gate
+// is open.
+func (g *Gate) Hold() {
+	g.held.Add(1)
+	<-g.open
+}
+
+// Open lets the held attempts, and every later one, through; opening an open
+// gate does nothing.
+func (g *Gate) Open() { g.once.Do(func() { close(g.open) }) }
+
+// Held is how many attempts have reached Hold.
+func (g *Gate) Held() int { return int(g.held.Load()) }
+
+// GateCounts is what a gate has seen: the attempts that arrived, and those
+// held for evaluation.
+type GateCounts struct{ Arrived, Held int }
+
+// Await waits until cond holds for the gate's counts, and fails t when
+// Patience has passed first, naming what it waited for and the last counts.
+func (g *Gate) Await(t testing.TB, what string, cond func(GateCounts) bool) {
+	t.Helper()
+	Await(t, what, func() (GateCounts, bool) {
+		c := GateCounts{Arrived: int(g.arrived.Load()), Held: int(g.held.Load())}
+		return c, cond(c)
+	})
 }
 
 // Serving is a server started by Serve: its listeners' addresses, and what its

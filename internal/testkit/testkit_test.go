@@ -68,6 +68,21 @@ func TestEventually(t *testing.T) {
 	}
 }
 
+func TestEventuallyEvery(t *testing.T) {
+	var looks []time.Time
+	if !EventuallyEvery(time.Minute, 5*time.Millisecond, func() bool { looks = append(looks, time.Now()); return len(looks) == 4 }) {
+		t.Fatal("a condition that comes true was given up on")
+	}
+	for i := 1; i < len(looks); i++ {
+		if gap := looks[i].Sub(looks[i-1]); gap < 5*time.Millisecond {
+			t.Errorf("look %d came %v after the one before, want 5ms or more", i+1, gap)
+		}
+	}
+	if EventuallyEvery(10*time.Millisecond, time.Millisecond, func() bool { return false }) {
+		t.Fatal("a condition that never holds was reported held")
+	}
+}
+
 func TestWaitFor(t *testing.T) {
 	var n atomic.Int32
 	WaitFor(t, "the third look", func() bool { return n.Add(1) == 3 })
@@ -103,6 +118,42 @@ func TestReceive(t *testing.T) {
 	close(closed)
 	if got := Receive(t, "a closed channel", closed); got != 0 {
 		t.Fatalf("Receive on a closed channel = %d, want 0", got)
+	}
+}
+
+// A gate holds every attempt until it is opened, and is opened when the test
+// ends if the test did not open it.
+func TestGate(t *testing.T) {
+	r := &recorder{}
+	var g *Gate
+	passed := make(chan struct{}, 3)
+	failures := r.run(func(tb testing.TB) {
+		g = NewGate(tb)
+		for range 3 {
+			go func() {
+				g.Arrive()
+				g.Hold()
+				passed <- struct{}{}
+			}()
+		}
+		g.Await(tb, "three attempts held", func(c GateCounts) bool { return c.Arrived == 3 && c.Held == 3 })
+		select {
+		case <-passed:
+			tb.Errorf("an attempt passed a closed gate")
+		default:
+		}
+	})
+	if len(failures) != 0 {
+		t.Fatalf("failures %q", failures)
+	}
+	for i := range 3 {
+		Receive(t, fmt.Sprintf("held attempt %d let through when the test ended", i+1), passed)
+	}
+	g.Open() // opening an open gate does nothing
+	g.Arrive()
+	g.Hold()
+	if g.Held() != 4 {
+		t.Fatalf("Held = %d, want 4", g.Held())
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 	"github.com/catchbox/catchbox/internal/webhook"
 )
 
@@ -228,17 +229,21 @@ func (r *receiver) requests() []hook {
 	return append([]hook(nil), r.all...)
 }
 
-// waitFor waits until cond holds, failing the test after a minute (a bound
-// on a hang, not a timed assertion).
-func waitFor(t testing.TB, what string, cond func() bool) {
+// await waits until the receiver has accepted n requests or more; a failure
+// says how many it had accepted, of how many.
+func (r *receiver) await(t testing.TB, what string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Await(t, what, func() (string, bool) {
+		accepted, all := len(r.accepted()), len(r.requests())
+		return fmt.Sprintf("%d of %d requests accepted", accepted, all), accepted >= n
+	})
+}
+
+// awaitRequests waits until the receiver has had n requests or more, accepted
+// or not.
+func (r *receiver) awaitRequests(t testing.TB, what string, n int) {
+	t.Helper()
+	testkit.Await(t, what, func() (int, bool) { all := len(r.requests()); return all, all >= n })
 }
 
 func webhookSpec(u string) webhook.Spec { return webhook.Spec{URL: &u} }

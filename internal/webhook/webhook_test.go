@@ -16,6 +16,7 @@ import (
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 	"github.com/catchbox/catchbox/internal/totp"
 	"github.com/catchbox/catchbox/internal/webhook"
 )
@@ -37,7 +38,7 @@ func TestDeliveredSignedInOrderAfterFailures(t *testing.T) {
 			emails = append(emails, e.deliver(fmt.Sprintf("message %d", i)))
 		}
 		e.start()
-		waitFor(t, "five accepted deliveries", func() bool { return len(e.recv.accepted()) >= 5 })
+		e.recv.await(t, "five accepted deliveries", 5)
 		got := e.recv.accepted()
 		if len(got) != 5 {
 			t.Fatalf("accepted %d deliveries, want 5", len(got))
@@ -70,9 +71,9 @@ func TestDeliveredSignedInOrderAfterFailures(t *testing.T) {
 		// The receiver answers before the attempts are recorded.
 		var st int
 		var out map[string]any
-		waitFor(t, "the deliveries recorded", func() bool {
+		testkit.Await(t, "the deliveries recorded", func() (map[string]any, bool) {
 			st, out = e.call("GET", "/api/webhooks/"+id+"/deliveries?limit=100&state=delivered", nil)
-			return st != http.StatusOK || len(out["data"].([]any)) == 5
+			return out, st != http.StatusOK || len(out["data"].([]any)) == 5
 		})
 		if st != http.StatusOK {
 			t.Fatalf("deliveries: %d %v", st, out)
@@ -137,7 +138,7 @@ func TestOtherEvents(t *testing.T) {
 			t.Fatalf("test event: %d %v", st, out)
 		}
 		testID := out["data"].(map[string]any)["id"].(string)
-		waitFor(t, "three deliveries", func() bool { return len(e.recv.accepted()) >= 3 })
+		e.recv.await(t, "three deliveries", 3)
 		got := e.recv.accepted()
 		if len(got) != 3 {
 			t.Fatalf("%d deliveries: %v", len(got), got)
@@ -152,7 +153,7 @@ func TestOtherEvents(t *testing.T) {
 		if st != http.StatusAccepted {
 			t.Fatalf("redeliver: %d %v", st, out)
 		}
-		waitFor(t, "the redelivery", func() bool { return len(e.recv.accepted()) >= 4 })
+		e.recv.await(t, "the redelivery", 4)
 		if again := e.recv.accepted()[3]; again.ID != testID {
 			t.Errorf("redelivered %s, want %s", again.ID, testID)
 		}
@@ -251,13 +252,13 @@ func TestSecretRotation(t *testing.T) {
 		fresh := d["secret"].(string)
 		e.recv.addSecret(fresh)
 		e.deliver("during the overlap")
-		waitFor(t, "a delivery", func() bool { return len(e.recv.accepted()) >= 1 })
+		e.recv.await(t, "a delivery", 1)
 		if v := e.recv.accepted()[0].Verified; len(v) != 2 || v[0] != old || v[1] != fresh {
 			t.Errorf("during the overlap verified with %v, want both secrets", v)
 		}
 		offset.Store(int64(24*time.Hour + time.Minute))
 		e.deliver("after the overlap")
-		waitFor(t, "a second delivery", func() bool { return len(e.recv.accepted()) >= 2 })
+		e.recv.await(t, "a second delivery", 2)
 		if v := e.recv.accepted()[1].Verified; len(v) != 1 || v[0] != fresh {
 			t.Errorf("after the overlap verified with %v, want the new secret only", v)
 		}
@@ -316,18 +317,18 @@ func TestPrivateTargets(t *testing.T) {
 			e.deliver("to private targets")
 			for id, host := range endpoints {
 				var msg string
-				waitFor(t, "the attempt to "+host, func() bool {
+				testkit.Await(t, "the attempt to "+host, func() (map[string]any, bool) {
 					_, out := e.call("GET", "/api/webhooks/"+id+"/deliveries", nil)
 					ds, _ := out["data"].([]any)
 					if len(ds) == 0 {
-						return false
+						return out, false
 					}
 					atts, _ := ds[0].(map[string]any)["attempts"].([]any)
 					if len(atts) == 0 {
-						return false
+						return out, false
 					}
 					msg, _ = atts[0].(map[string]any)["error"].(string)
-					return true
+					return out, true
 				})
 				refused := strings.HasPrefix(msg, "refused to connect to ") && strings.Contains(msg, "CATCHBOX_ALLOW_PRIVATE_TARGETS")
 				unresolved := strings.Contains(msg, "no such host") && (strings.HasPrefix(host, "missing.") || strings.HasSuffix(host, ".invalid"))
@@ -368,7 +369,7 @@ func TestPrivateTargets(t *testing.T) {
 		}
 		e.start()
 		e.deliver("to loopback")
-		waitFor(t, "a delivery to each loopback form", func() bool { return len(e.recv.accepted()) >= reach })
+		e.recv.await(t, "a delivery to each loopback form", reach)
 	})
 }
 
@@ -389,15 +390,15 @@ func TestDisabledAfterFailureWindow(t *testing.T) {
 		e.recv.failNext(1 << 30)
 		e.deliver("never accepted")
 		e.start()
-		waitFor(t, "three failed attempts", func() bool { return len(e.recv.requests()) >= 3 })
+		e.recv.awaitRequests(t, "three failed attempts", 3)
 		_, out := e.call("GET", "/api/webhooks/"+id, nil)
 		if d := out["data"].(map[string]any); d["enabled"] != true || d["failing_since"] == nil {
 			t.Fatalf("failing for a moment: %v", d)
 		}
 		offset.Add(int64(5*24*time.Hour + time.Hour))
-		waitFor(t, "the endpoint disabled", func() bool {
+		testkit.Await(t, "the endpoint disabled", func() (map[string]any, bool) {
 			_, out := e.call("GET", "/api/webhooks/"+id, nil)
-			return out["data"].(map[string]any)["enabled"] == false
+			return out, out["data"].(map[string]any)["enabled"] == false
 		})
 		_, out = e.call("GET", "/api/webhooks/"+id, nil)
 		d := out["data"].(map[string]any)
@@ -411,7 +412,7 @@ func TestDisabledAfterFailureWindow(t *testing.T) {
 		if d := out["data"].(map[string]any); st != http.StatusOK || d["disabled_reason"] != nil || d["failing_since"] != nil {
 			t.Errorf("enabled again: %d %v", st, out)
 		}
-		waitFor(t, "the pending message delivered", func() bool { return len(e.recv.accepted()) >= 1 })
+		e.recv.await(t, "the pending message delivered", 1)
 		got := e.recv.accepted()
 		if len(got) != 1 || got[0].Body["data"].(map[string]any)["subject"] != "never accepted" {
 			t.Errorf("after enabling: %v (had %d requests)", got, n)
@@ -435,7 +436,7 @@ func TestNothingLostAcrossAKill(t *testing.T) {
 		// all the next one has.
 		second := servertest.New(t, db, cfg)
 		servertest.StartJobs(t, second)
-		waitFor(t, "three deliveries", func() bool { return len(first.recv.accepted()) >= 3 })
+		first.recv.await(t, "three deliveries", 3)
 		for i, h := range first.recv.accepted() {
 			if h.Body["data"].(map[string]any)["id"] != ids[i] {
 				t.Errorf("delivery %d: %v", i, h.Body)
@@ -479,7 +480,7 @@ func TestTwoReplicas(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, "every delivery", func() bool { return len(a.recv.accepted()) >= 2*each })
+	a.recv.await(t, "every delivery", 2*each)
 	got := a.recv.accepted()
 	if len(got) != 2*each {
 		t.Fatalf("%d deliveries, want %d", len(got), 2*each)
@@ -538,13 +539,13 @@ func TestDeviceExpired(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, "the device.expired event", func() bool { return len(e.recv.accepted()) >= 1 })
+		e.recv.await(t, "the device.expired event", 1)
 		skew.Store(int64(80 * time.Hour)) // "later" expired 32 hours before this look
 		if err := e.svc.TOTP.AnnounceExpired(ctx); err != nil {
 			t.Fatal(err)
 		}
 		e.call("POST", "/api/webhooks/"+e.endpointID()+"/test", nil) // a marker: everything before it has gone out
-		waitFor(t, "the test event", func() bool { return len(e.recv.accepted()) >= 2 })
+		e.recv.await(t, "the test event", 2)
 		got := e.recv.accepted()
 		if got[0].Type != "device.expired" || got[0].Body["data"].(map[string]any)["id"] != soon ||
 			got[0].Body["data"].(map[string]any)["name"] != "soon" || got[1].Type != "webhook.test" {
@@ -568,7 +569,7 @@ func TestRepairLostJob(t *testing.T) {
 		if err := e.svc.Webhooks.Prune(ctx); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the delivery", func() bool { return len(e.recv.accepted()) >= 1 })
+		e.recv.await(t, "the delivery", 1)
 		if err := e.svc.Webhooks.Prune(ctx); err != nil { // a live or finished job: nothing to repair
 			t.Fatal(err)
 		}
@@ -609,7 +610,7 @@ func TestSeveralEventsInOneTransaction(t *testing.T) {
 		}
 		e.start()
 		e.call("POST", "/api/webhooks/"+e.endpointID()+"/test", nil)
-		waitFor(t, "four deliveries", func() bool { return len(e.recv.accepted()) >= 4 })
+		e.recv.await(t, "four deliveries", 4)
 		for i, h := range e.recv.accepted()[:3] {
 			if n := h.Body["data"].(map[string]any)["n"]; n != float64(i) {
 				t.Errorf("delivery %d carries n=%v", i, n)
