@@ -39,7 +39,7 @@ type Deps struct {
 	Inbox        *inbox.API
 	SMS          *sms.API
 	TOTP         *totp.Service
-	Outbound     *outbound.API
+	Outbound     *outbound.Service
 	SMTPEndpoint tenant.SMTPEndpoint
 	MailboxPorts tenant.MailboxPorts
 	// Limits are the request limits of the groups; nil limits nothing.

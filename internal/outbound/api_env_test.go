@@ -41,6 +41,15 @@ func newAPIEnv(t *testing.T, db *store.DB) *apiEnv { return newAPIEnvWith(t, db,
 // newAPIEnvWith is newAPIEnv with settings changed by configure.
 func newAPIEnvWith(t testing.TB, db *store.DB, configure func(*config.Serve)) *apiEnv {
 	t.Helper()
+	e := newServiceEnv(t, db, configure)
+	e.base = servertest.Serve(t, e.svc).URL
+	return e
+}
+
+// newServiceEnv is the service of newAPIEnvWith, not served: for the tests
+// that call its operations.
+func newServiceEnv(t testing.TB, db *store.DB, configure func(*config.Serve)) *apiEnv {
+	t.Helper()
 	ctx := context.Background()
 	cfg := servertest.Config(t)
 	if configure != nil {
@@ -62,7 +71,6 @@ func newAPIEnvWith(t testing.TB, db *store.DB, configure func(*config.Serve)) *a
 	if _, err := svc.Tenants.CreateNamespace(ctx, e.other.ID, "elsewhere", tenant.Settings{}); err != nil {
 		t.Fatal(err)
 	}
-	e.base = servertest.Serve(t, svc).URL
 	return e
 }
 

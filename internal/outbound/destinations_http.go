@@ -29,7 +29,7 @@ type destinationData struct {
 // when it is verified already (nothing is sent). 403 destination_limit_reached
 // past MaxDestinations; 429 verification_rate_limited past
 // MaxVerificationMailsPerHour, with Retry-After.
-func (a *API) CreateDestinationHandler(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) CreateDestinationHandler(w http.ResponseWriter, r *http.Request) error {
 	var in destinationInput
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
@@ -48,14 +48,14 @@ func (a *API) CreateDestinationHandler(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	org := tenant.OrgFrom(r.Context())
-	d, queued, err := a.Store.RequestDestination(r.Context(), a.Jobs, org.ID, addr.Email)
+	d, queued, err := s.Store.RequestDestination(r.Context(), s.Jobs, org.ID, addr.Email)
 	var rate *VerificationRateError
 	switch {
 	case errors.Is(err, ErrDestinationLimit):
 		return httpx.Errorf(http.StatusForbidden, "destination_limit_reached",
 			"the organisation has %d destinations, the most it may have; remove one first", MaxDestinations)
 	case errors.As(err, &rate):
-		w.Header().Set("Retry-After", strconv.Itoa(limit.RetryAfter(rate.RetryAt.Sub(a.Store.now()))))
+		w.Header().Set("Retry-After", strconv.Itoa(limit.RetryAfter(rate.RetryAt.Sub(s.Store.now()))))
 		return httpx.Errorf(http.StatusTooManyRequests, "verification_rate_limited",
 			"the organisation has sent %d verification mails in the last hour, the most it may", MaxVerificationMailsPerHour)
 	case err != nil:
@@ -71,8 +71,8 @@ func (a *API) CreateDestinationHandler(w http.ResponseWriter, r *http.Request) e
 
 // ListDestinationsHandler answers GET /api/destinations: the organisation's
 // destinations, verified and pending, oldest first.
-func (a *API) ListDestinationsHandler(w http.ResponseWriter, r *http.Request) error {
-	ds, err := a.Store.Destinations(r.Context(), tenant.OrgFrom(r.Context()).ID)
+func (s *Service) ListDestinationsHandler(w http.ResponseWriter, r *http.Request) error {
+	ds, err := s.Store.Destinations(r.Context(), tenant.OrgFrom(r.Context()).ID)
 	if err != nil {
 		return err
 	}
@@ -84,12 +84,12 @@ func (a *API) ListDestinationsHandler(w http.ResponseWriter, r *http.Request) er
 
 // DeleteDestinationHandler answers DELETE /api/destinations/{destinationId}:
 // 204; 404 for another organisation's or none.
-func (a *API) DeleteDestinationHandler(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) DeleteDestinationHandler(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "destinationId")
 	if _, err := uuid.Parse(id); err != nil {
 		return httpx.NotFound("destination")
 	}
-	err := a.Store.RemoveDestination(r.Context(), tenant.OrgFrom(r.Context()).ID, id)
+	err := s.Store.RemoveDestination(r.Context(), tenant.OrgFrom(r.Context()).ID, id)
 	if errors.Is(err, ErrNotFound) {
 		return httpx.NotFound("destination")
 	}
@@ -105,15 +105,15 @@ func (a *API) DeleteDestinationHandler(w http.ResponseWriter, r *http.Request) e
 // signature is the credential): the destination becomes verified, 200 with
 // it. A tampered or expired link, or one of a removed destination, is 404
 // link_invalid.
-func (a *API) VerifyDestinationHandler(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) VerifyDestinationHandler(w http.ResponseWriter, r *http.Request) error {
 	id := chi.URLParam(r, "destinationId")
 	q := r.URL.Query()
 	invalid := httpx.Errorf(http.StatusNotFound, "link_invalid",
 		"this verification link is invalid or has expired; ask for the destination again to receive a new one")
-	if _, err := uuid.Parse(id); err != nil || !a.Verifier.CheckLink(id, q.Get("expires"), q.Get("signature")) {
+	if _, err := uuid.Parse(id); err != nil || !s.Verifier.CheckLink(id, q.Get("expires"), q.Get("signature")) {
 		return invalid
 	}
-	d, err := a.Store.VerifyDestination(r.Context(), id)
+	d, err := s.Store.VerifyDestination(r.Context(), id)
 	if errors.Is(err, ErrNotFound) {
 		return invalid
 	}

@@ -128,13 +128,13 @@ type pageOptions struct {
 // ListSuppressionsHandler answers GET /api/suppressions (beyond the seed):
 // the organisation's suppressed addresses, newest first; limit 1..100
 // (default 20), offset.
-func (a *API) ListSuppressionsHandler(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) ListSuppressionsHandler(w http.ResponseWriter, r *http.Request) error {
 	q := httpx.NewQuery(r)
 	p := pageOptions{Limit: int(q.Int("limit", DefaultLimit, 1, 100)), Offset: int(q.Int("offset", 0, 0, -1))}
 	if err := q.Fields().Err(); err != nil {
 		return err
 	}
-	list, total, err := a.Store.Suppressions(r.Context(), tenant.OrgFrom(r.Context()).ID, p.Limit, p.Offset)
+	list, total, err := s.Store.Suppressions(r.Context(), tenant.OrgFrom(r.Context()).ID, p.Limit, p.Offset)
 	if err != nil {
 		return err
 	}
@@ -145,12 +145,12 @@ func (a *API) ListSuppressionsHandler(w http.ResponseWriter, r *http.Request) er
 // DeleteSuppressionHandler answers DELETE /api/suppressions/{address}
 // (beyond the seed): later sends go to the address again. 204; 404 when the
 // organisation has not suppressed it.
-func (a *API) DeleteSuppressionHandler(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) DeleteSuppressionHandler(w http.ResponseWriter, r *http.Request) error {
 	addr, err := url.PathUnescape(chi.URLParam(r, "address"))
 	if err != nil || addr == "" || len(addr) > routing.MaxAddressLength {
 		return httpx.NotFound("suppression")
 	}
-	err = a.Store.Unsuppress(r.Context(), tenant.OrgFrom(r.Context()).ID, addr)
+	err = s.Store.Unsuppress(r.Context(), tenant.OrgFrom(r.Context()).ID, addr)
 	if errors.Is(err, ErrNotFound) {
 		return httpx.NotFound("suppression")
 	}

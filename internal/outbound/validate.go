@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/routing"
 )
 
@@ -37,59 +37,18 @@ const (
 	maxContentID = 250
 )
 
-// addressInput is the seed's OutboundEmailAddress in a request.
-type addressInput struct {
-	Email *string `json:"email"`
-	Name  *string `json:"name"`
-}
-
-// attachmentInput is the seed's OutboundEmailAttachment (request).
-type attachmentInput struct {
-	Filename      *string `json:"filename"`
-	ContentType   *string `json:"content_type"`
-	ContentBase64 *string `json:"content_base64"`
-	ContentID     *string `json:"content_id"`
-	Disposition   *string `json:"disposition"`
-}
-
-// input is a body of send, reply or forward: the fields of send, of which a
-// reply and a forward each take theirs (replyInput, forwardInput). The
-// structs are flat, not embedded, so that a field of the wrong type is named
-// as the client wrote it.
+// input is what send, reply and forward take from their requests: the
+// fields of send, of which a reply and a forward each have theirs.
 type input struct {
-	From        *addressInput     `json:"from"`
-	ReplyTo     *addressInput     `json:"reply_to"`
-	To          []string          `json:"to"`
-	Cc          []string          `json:"cc"`
-	Bcc         []string          `json:"bcc"`
-	Subject     *string           `json:"subject"`
-	HTML        *string           `json:"html"`
-	Text        *string           `json:"text"`
-	Attachments []attachmentInput `json:"attachments"`
-}
-
-// replyInput is the body of POST /api/emails/{emailId}/reply: no to, whose
-// recipient comes from the email replied to, and no reply_to.
-type replyInput struct {
-	From        *addressInput     `json:"from"`
-	Cc          []string          `json:"cc"`
-	Bcc         []string          `json:"bcc"`
-	Subject     *string           `json:"subject"`
-	HTML        *string           `json:"html"`
-	Text        *string           `json:"text"`
-	Attachments []attachmentInput `json:"attachments"`
-}
-
-// forwardInput is the body of POST /api/emails/{emailId}/forward: no reply_to.
-type forwardInput struct {
-	From        *addressInput     `json:"from"`
-	To          []string          `json:"to"`
-	Cc          []string          `json:"cc"`
-	Bcc         []string          `json:"bcc"`
-	Subject     *string           `json:"subject"`
-	HTML        *string           `json:"html"`
-	Text        *string           `json:"text"`
-	Attachments []attachmentInput `json:"attachments"`
+	From        *AddressInput
+	ReplyTo     *AddressInput
+	To          []string
+	Cc          []string
+	Bcc         []string
+	Subject     string
+	HTML        string
+	Text        string
+	Attachments []AttachmentInput
 }
 
 // draft is a request's fields once checked: what the message is made of,
@@ -105,9 +64,9 @@ type draft struct {
 	Attachments []NewAttachment
 }
 
-// checker collects the invalid fields of one request (httpx.Fields), so that
-// a client learns of every mistake at once.
-type checker struct{ fields httpx.Fields }
+// checker collects the invalid fields of one request (problem.Fields), so
+// that a client learns of every mistake at once.
+type checker struct{ fields problem.Fields }
 
 func (c *checker) fail(field, format string, args ...any) {
 	c.fields.Add(field, fmt.Sprintf(format, args...))
@@ -160,7 +119,7 @@ func (c *checker) mailbox(field, v string) (Address, bool) {
 var syntaxOnly = routing.New("invalid", nil)
 
 // address checks an OutboundEmailAddress (from, reply_to). nil is absent.
-func (c *checker) address(field string, in *addressInput) *Address {
+func (c *checker) address(field string, in *AddressInput) *Address {
 	if in == nil {
 		return nil
 	}
@@ -176,12 +135,10 @@ func (c *checker) address(field string, in *addressInput) *Address {
 		c.fail(field+".email", "must be a bare email address; the display name goes in %s.name", field)
 		return nil
 	}
-	if in.Name != nil {
-		if !c.text(field+".name", *in.Name, maxName, true) {
-			return nil
-		}
-		a.Name = strings.TrimSpace(*in.Name)
+	if !c.text(field+".name", in.Name, maxName, true) {
+		return nil
 	}
+	a.Name = strings.TrimSpace(in.Name)
 	return &a
 }
 
@@ -208,7 +165,7 @@ func (c *checker) list(field string, vs []string, seen map[string]bool) []Addres
 
 // attachments checks the attachments: at most MaxAttachments, each with a
 // filename, a media type and base64 content that decodes.
-func (c *checker) attachments(in []attachmentInput) []NewAttachment {
+func (c *checker) attachments(in []AttachmentInput) []NewAttachment {
 	if len(in) > MaxAttachments {
 		c.fail("attachments", "must hold at most %d attachments", MaxAttachments)
 		return nil
@@ -220,18 +177,18 @@ func (c *checker) attachments(in []attachmentInput) []NewAttachment {
 		var na NewAttachment
 		ok := true
 		switch {
-		case a.Filename == nil || strings.TrimSpace(*a.Filename) == "":
+		case strings.TrimSpace(a.Filename) == "":
 			c.fail(f+".filename", "is required")
 			ok = false
-		case !c.text(f+".filename", *a.Filename, maxFilename, true):
+		case !c.text(f+".filename", a.Filename, maxFilename, true):
 			ok = false
 		default:
-			na.Filename = strings.TrimSpace(*a.Filename)
+			na.Filename = strings.TrimSpace(a.Filename)
 		}
-		if a.ContentType == nil || strings.TrimSpace(*a.ContentType) == "" {
+		if strings.TrimSpace(a.ContentType) == "" {
 			c.fail(f+".content_type", "is required")
 			ok = false
-		} else if ct, err := mediaType(*a.ContentType); err != nil {
+		} else if ct, err := mediaType(a.ContentType); err != nil {
 			c.fail(f+".content_type", "%v", err)
 			ok = false
 		} else {
@@ -246,8 +203,8 @@ func (c *checker) attachments(in []attachmentInput) []NewAttachment {
 		} else {
 			na.Data = data
 		}
-		if a.ContentID != nil && *a.ContentID != "" {
-			cid := contentID(*a.ContentID)
+		if a.ContentID != "" {
+			cid := contentID(a.ContentID)
 			switch {
 			case !validContentID(cid):
 				c.fail(f+".content_id", "must be 1 to %d printable ASCII characters without spaces or angle brackets inside", maxContentID)
@@ -261,14 +218,14 @@ func (c *checker) attachments(in []attachmentInput) []NewAttachment {
 			}
 		}
 		switch {
-		case a.Disposition == nil || *a.Disposition == "":
+		case a.Disposition == "":
 			// A part with a Content-ID is there to be shown in the HTML.
 			na.Disposition = DispositionAttachment
 			if na.ContentID != "" {
 				na.Disposition = DispositionInline
 			}
-		case *a.Disposition == DispositionAttachment || *a.Disposition == DispositionInline:
-			na.Disposition = *a.Disposition
+		case a.Disposition == DispositionAttachment || a.Disposition == DispositionInline:
+			na.Disposition = a.Disposition
 		default:
 			c.fail(f+".disposition", "must be attachment or inline")
 			ok = false
@@ -364,22 +321,20 @@ func (c *checker) check(in input, r rules, derived []Address) draft {
 		c.fail("to", "must name at least one recipient (to, cc and bcc are all empty)")
 	}
 	c.recipientLists(&d, derived, in.To, in.Cc, in.Bcc)
-	if in.Subject != nil {
-		// Readers trim a header's surrounding white space: so is it stored.
-		if subject := strings.TrimSpace(*in.Subject); c.text("subject", subject, MaxSubject, true) {
-			d.Subject = subject
-		}
+	// Readers trim a header's surrounding white space: so is it stored.
+	if subject := strings.TrimSpace(in.Subject); c.text("subject", subject, MaxSubject, true) {
+		d.Subject = subject
 	}
-	if r.subject && (in.Subject == nil || strings.TrimSpace(*in.Subject) == "") {
+	if r.subject && strings.TrimSpace(in.Subject) == "" {
 		c.fail("subject", "is required")
 	}
-	if in.HTML != nil && c.text("html", *in.HTML, 0, false) {
-		d.HTML = *in.HTML
+	if c.text("html", in.HTML, 0, false) {
+		d.HTML = in.HTML
 	}
-	if in.Text != nil && c.text("text", *in.Text, 0, false) {
-		d.Text = *in.Text
+	if c.text("text", in.Text, 0, false) {
+		d.Text = in.Text
 	}
-	if r.body && (in.HTML == nil || *in.HTML == "") && (in.Text == nil || *in.Text == "") {
+	if r.body && in.HTML == "" && in.Text == "" {
 		c.fail("html", "or text is required")
 	}
 	d.Attachments = c.attachments(in.Attachments)

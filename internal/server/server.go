@@ -104,7 +104,7 @@ type Service struct {
 	// Limits are the HTTP request limits; a test may set their clock.
 	Limits *httpapi.Limits
 	// Outbound is outbound email: send, reply, forward and what became of them.
-	Outbound *outbound.API
+	Outbound *outbound.Service
 	// Deliverer delivers outbound email from the job queue; a test may set
 	// its clock (with the queue's) and its relay's TLS configuration.
 	Deliverer *outbound.Deliverer
@@ -353,7 +353,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	outStore := outbound.NewStore(db, cfg.OutboundContentTTL, s.Webhooks)
 	s.Deliverer = &outbound.Deliverer{Store: outStore, DB: db, Routes: routes, Key: key,
 		Ingester: s.Ingester, MaxAge: cfg.OutboundMaxAge, Relay: relay}
-	s.Outbound = &outbound.API{Store: outStore, DB: db, Jobs: s.Jobs, Tenants: s.Tenants, Searcher: s.Searcher, Routes: routes,
+	s.Outbound = &outbound.Service{Store: outStore, DB: db, Jobs: s.Jobs, Tenants: s.Tenants, Searcher: s.Searcher, Routes: routes,
 		Verifier: &outbound.Verifier{Relay: relay, Store: outStore, Key: key, PublicURL: s.publicURL, MailDomain: routes.Domain()}}
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Webhooks)
 	s.HTMLCheck = htmlcheck.NewService(s.Searcher, s.Tenants)

@@ -53,7 +53,7 @@ type Dashboard struct {
 	Inbox          *inbox.API
 	SMS            *sms.API
 	TOTP           *totp.Service
-	Outbound       *outbound.API
+	Outbound       *outbound.Service
 	Deliverability *deliverability.Service
 	HTMLCheck      *htmlcheck.Service
 	Previews       *preview.Service

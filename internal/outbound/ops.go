@@ -1,0 +1,391 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/jobs"
+	"github.com/catchbox/catchbox/internal/problem"
+	"github.com/catchbox/catchbox/internal/routing"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// Service holds the operations on outbound email: each action a user takes
+// (send, reply, forward, cancel; add, verify and remove a destination; remove
+// a suppression) is one method taking the principal acting and a typed
+// request, and returning a typed result or a *problem.Error, whose invalid
+// fields are named as the API names them. The HTTP handlers (http.go,
+// destinations_http.go, suppression.go) and the dashboard's pages call them
+// and only translate; internal/server builds the Service.
+type Service struct {
+	Store *Store
+	DB    *store.DB
+	// Jobs is the queue the delivery job goes to, in the transaction that
+	// creates the email.
+	Jobs     *jobs.Queue
+	Tenants  *tenant.Service
+	Searcher *inbox.Searcher
+	// Routes says which namespace an address belongs to, by the rule the
+	// SMTP listener applies (internal/routing); its domain is the mail
+	// domain of senders and Message-IDs.
+	Routes *routing.Rule
+	// Verifier mails and checks the verification links of destinations.
+	Verifier *Verifier
+}
+
+// DefaultSenderLocal is the local part of the sender of a message whose
+// request has no from (the seed's sending rule 3).
+const DefaultSenderLocal = "outbound-delivery"
+
+// AddressInput is the seed's OutboundEmailAddress in a request (from,
+// reply_to). Email nil is absent ("is required"); "" is an empty address.
+type AddressInput struct {
+	Email *string `json:"email"`
+	Name  string  `json:"name"`
+}
+
+// AttachmentInput is the seed's OutboundEmailAttachment in a request.
+// ContentBase64 nil is absent ("is required"); "" is empty content. An empty
+// Disposition is attachment, or inline for a part with a ContentID.
+type AttachmentInput struct {
+	Filename      string  `json:"filename"`
+	ContentType   string  `json:"content_type"`
+	ContentBase64 *string `json:"content_base64"`
+	ContentID     string  `json:"content_id"`
+	Disposition   string  `json:"disposition"`
+}
+
+// SendRequest is a new email from a namespace: the body of POST
+// /api/emails/send, as the API names its fields, and the namespace of its
+// query. From nil is the namespace's default sender (DefaultSenderLocal);
+// To, Cc and Bcc are addresses, each bare or with a display name
+// ("Jane <jane@example.com>"). The structs of requests are flat, not
+// embedded, so that a field of the wrong type is named as the client wrote it.
+type SendRequest struct {
+	Namespace   string            `json:"-"`
+	From        *AddressInput     `json:"from"`
+	ReplyTo     *AddressInput     `json:"reply_to"`
+	To          []string          `json:"to"`
+	Cc          []string          `json:"cc"`
+	Bcc         []string          `json:"bcc"`
+	Subject     string            `json:"subject"`
+	HTML        string            `json:"html"`
+	Text        string            `json:"text"`
+	Attachments []AttachmentInput `json:"attachments"`
+}
+
+// ReplyRequest is a reply to the inbound email EmailID: the body of POST
+// /api/emails/{emailId}/reply. It has no to, whose recipient comes from the
+// email replied to (its Reply-To, else its From), and no reply_to; an empty
+// Subject is the original's with "Re: ".
+type ReplyRequest struct {
+	EmailID     string            `json:"-"`
+	From        *AddressInput     `json:"from"`
+	Cc          []string          `json:"cc"`
+	Bcc         []string          `json:"bcc"`
+	Subject     string            `json:"subject"`
+	HTML        string            `json:"html"`
+	Text        string            `json:"text"`
+	Attachments []AttachmentInput `json:"attachments"`
+}
+
+// ForwardRequest forwards the inbound email EmailID, after the optional HTML
+// and Text, with its attachments: the body of POST
+// /api/emails/{emailId}/forward. It has no reply_to; an empty Subject is the
+// original's with "Fwd: ".
+type ForwardRequest struct {
+	EmailID     string            `json:"-"`
+	From        *AddressInput     `json:"from"`
+	To          []string          `json:"to"`
+	Cc          []string          `json:"cc"`
+	Bcc         []string          `json:"bcc"`
+	Subject     string            `json:"subject"`
+	HTML        string            `json:"html"`
+	Text        string            `json:"text"`
+	Attachments []AttachmentInput `json:"attachments"`
+}
+
+// CancelRequest names the outbound email whose undelivered recipients are
+// cancelled.
+type CancelRequest struct {
+	ID string
+}
+
+// outgoing is a checked request: what to make an outbound email of.
+type outgoing struct {
+	draft
+	Type   Type
+	Source string // the inbound email replied to or forwarded
+	// InReplyTo and References thread a reply (RFC 5322 section 3.6.4).
+	InReplyTo, References []string
+}
+
+// Send makes a new email from the namespace, a namespace the principal's
+// organisation owns or has been shared, and stores it with its delivery job:
+// the summary form once both are committed. Every invalid field is reported
+// at once; then the namespace is looked up (not found when the organisation
+// cannot see it); then the sending rules that need it are applied (create).
+func (s *Service) Send(ctx context.Context, p tenant.Principal, req SendRequest) (Email, error) {
+	var c checker
+	name := strings.TrimSpace(req.Namespace)
+	switch {
+	case !utf8.ValidString(req.Namespace) || strings.ContainsRune(req.Namespace, 0):
+		c.fail("namespace", "must be UTF-8 text without NUL characters")
+	case utf8.RuneCountInString(req.Namespace) > MaxNamespace:
+		c.fail("namespace", "must be at most %d characters", MaxNamespace)
+	case name == "":
+		c.fail("namespace", "is required")
+	}
+	d := c.check(input{From: req.From, ReplyTo: req.ReplyTo, To: req.To, Cc: req.Cc, Bcc: req.Bcc, Subject: req.Subject,
+		HTML: req.HTML, Text: req.Text, Attachments: req.Attachments}, newRules, nil)
+	if err := c.fields.Err(); err != nil {
+		return Email{}, err
+	}
+	ns, err := s.Tenants.VisibleNamespace(ctx, p.Org.ID, name)
+	if errors.Is(err, tenant.ErrNotFound) {
+		return Email{}, problem.NotFoundf("namespace " + quote(req.Namespace))
+	}
+	if err != nil {
+		return Email{}, err
+	}
+	return s.create(ctx, p.Org.ID, ns, outgoing{draft: d, Type: TypeNew})
+}
+
+// Reply makes a reply from the inbound email's namespace to its Reply-To or
+// From, threaded to it (In-Reply-To, References), and stores it with its
+// delivery job. An email the principal's organisation cannot read is not
+// found; one with no address to reply to is a conflict (no_reply_address).
+func (s *Service) Reply(ctx context.Context, p tenant.Principal, req ReplyRequest) (Email, error) {
+	src, ns, err := s.sourceEmail(ctx, p, req.EmailID)
+	if err != nil {
+		return Email{}, err
+	}
+	derived := replyRecipients(src.Email)
+	if len(derived) == 0 {
+		return Email{}, problem.Errorf(problem.Conflict, "no_reply_address", "the email has no Reply-To or From address to reply to")
+	}
+	var c checker
+	d := c.check(input{From: req.From, Cc: req.Cc, Bcc: req.Bcc, Subject: req.Subject, HTML: req.HTML, Text: req.Text,
+		Attachments: req.Attachments}, replyRules, derived)
+	if err := c.fields.Err(); err != nil {
+		return Email{}, err
+	}
+	if strings.TrimSpace(d.Subject) == "" {
+		d.Subject = replySubject(src.Subject)
+	}
+	o := outgoing{draft: d, Type: TypeReply, Source: src.ID}
+	o.InReplyTo, o.References = threading(src.Headers)
+	return s.create(ctx, p.Org.ID, ns, o)
+}
+
+// Forward forwards the inbound email from its namespace: the request's
+// bodies, then the original's under a forwarded-message header, and the
+// original's attachments before the request's (at most MaxAttachments in
+// all). An email the principal's organisation cannot read is not found.
+func (s *Service) Forward(ctx context.Context, p tenant.Principal, req ForwardRequest) (Email, error) {
+	src, ns, err := s.sourceEmail(ctx, p, req.EmailID)
+	if err != nil {
+		return Email{}, err
+	}
+	var c checker
+	d := c.check(input{From: req.From, To: req.To, Cc: req.Cc, Bcc: req.Bcc, Subject: req.Subject, HTML: req.HTML,
+		Text: req.Text, Attachments: req.Attachments}, forwardRules, nil)
+	carried, err := s.originalAttachments(ctx, src.ID)
+	if err != nil {
+		return Email{}, err
+	}
+	if n := len(carried) + len(req.Attachments); len(carried) > 0 && len(req.Attachments) <= MaxAttachments && n > MaxAttachments {
+		c.fail("attachments", "with the %d attachments of the forwarded email makes %d: at most %d in total", len(carried), n, MaxAttachments)
+	}
+	for i, at := range req.Attachments {
+		for _, o := range carried {
+			if o.ContentID != "" && strings.EqualFold(contentID(at.ContentID), o.ContentID) {
+				c.fail(fmt.Sprintf("attachments[%d].content_id", i), "names %s, the Content-ID of an attachment of the forwarded email", quote(o.ContentID))
+			}
+		}
+	}
+	if err := c.fields.Err(); err != nil {
+		return Email{}, err
+	}
+	if strings.TrimSpace(d.Subject) == "" {
+		d.Subject = forwardSubject(src.Subject)
+	}
+	d.HTML, d.Text = forwardBodies(d.HTML, d.Text, src.Email)
+	d.Attachments = append(carried, d.Attachments...)
+	return s.create(ctx, p.Org.ID, ns, outgoing{draft: d, Type: TypeForward, Source: src.ID})
+}
+
+// Cancel cancels the delivery of the organisation's outbound email to every
+// recipient no attempt has reached yet (Store.Cancel), and returns the detail
+// form. Another organisation's email, or a malformed id, is not found; an
+// email with no such recipient left is a conflict (not_cancellable).
+func (s *Service) Cancel(ctx context.Context, p tenant.Principal, req CancelRequest) (Detail, error) {
+	if _, err := uuid.Parse(req.ID); err != nil {
+		return Detail{}, problem.NotFoundf("outbound email")
+	}
+	d, err := s.Store.Cancel(ctx, p.Org.ID, strings.ToLower(req.ID))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Detail{}, problem.NotFoundf("outbound email")
+	case errors.Is(err, ErrNotCancellable):
+		return Detail{}, problem.Errorf(problem.Conflict, "not_cancellable",
+			"no recipient can be cancelled: each has a final status or has had a delivery attempt")
+	case err != nil:
+		return Detail{}, err
+	}
+	return d, nil
+}
+
+// sourceEmail loads the inbound email replied to or forwarded, and its
+// namespace, if the principal's organisation may read it: not found
+// otherwise, as if it did not exist.
+func (s *Service) sourceEmail(ctx context.Context, p tenant.Principal, id string) (inbox.StoredEmail, tenant.Namespace, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return inbox.StoredEmail{}, tenant.Namespace{}, problem.NotFoundf("email")
+	}
+	e, err := s.Searcher.ByID(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return inbox.StoredEmail{}, tenant.Namespace{}, problem.NotFoundf("email")
+	}
+	if err != nil {
+		return inbox.StoredEmail{}, tenant.Namespace{}, err
+	}
+	ns, err := s.Tenants.NamespaceByID(ctx, e.NamespaceID)
+	if errors.Is(err, tenant.ErrNotFound) || err == nil && !ns.VisibleTo(p.Org.ID) {
+		return inbox.StoredEmail{}, tenant.Namespace{}, problem.NotFoundf("email")
+	}
+	if err != nil {
+		return inbox.StoredEmail{}, tenant.Namespace{}, err
+	}
+	return e, ns, nil
+}
+
+// originalAttachments are the attachments of a forwarded email with their
+// bytes, in message order: parts with a Content-ID stay inline, so that the
+// forwarded HTML still shows them.
+func (s *Service) originalAttachments(ctx context.Context, emailID string) ([]NewAttachment, error) {
+	atts, err := s.Searcher.Attachments(ctx, emailID)
+	if err != nil {
+		return nil, err
+	}
+	var out []NewAttachment
+	for _, at := range atts {
+		data, err := s.Searcher.AttachmentData(ctx, at.ID)
+		if err != nil {
+			return nil, fmt.Errorf("attachment %s of forwarded email %s: %w", at.ID, emailID, err)
+		}
+		na := NewAttachment{Filename: at.Filename, ContentType: at.ContentType, ContentID: at.ContentID,
+			Disposition: DispositionAttachment, Data: data}
+		if at.ContentID != "" {
+			na.Disposition = DispositionInline
+		}
+		if _, err := mediaType(na.ContentType); err != nil {
+			na.ContentType = "application/octet-stream"
+		}
+		out = append(out, na)
+	}
+	return out, nil
+}
+
+// create applies the rules that need the namespace (the sender belongs to
+// it; every recipient is in it or a verified destination), builds the message
+// and checks its size, then stores it with its delivery job in one
+// transaction: the email exists exactly when its delivery does.
+func (s *Service) create(ctx context.Context, orgID string, ns tenant.Namespace, o outgoing) (Email, error) {
+	from := Address{Email: DefaultSenderLocal + "@" + ns.Name + "." + s.Routes.Domain()}
+	if o.From != nil {
+		if addr, err := s.Routes.Parse(o.From.Email); err != nil || addr.Namespace != ns.Name {
+			return Email{}, &problem.Error{Kind: problem.Forbidden, Code: "sender_not_in_namespace",
+				Message: fmt.Sprintf("the sender must be an address of namespace %s (<name>@%s.%s)", ns.Name, ns.Name, s.Routes.Domain()),
+				Fields:  []problem.FieldError{{Field: "from.email", Detail: "is not an address of namespace " + ns.Name}}}
+		}
+		from = *o.From
+	}
+	rcpts, err := s.recipients(ctx, orgID, ns, o.draft)
+	if err != nil {
+		return Email{}, err
+	}
+
+	id := NewID()
+	comp := composition{MessageID: id + "@" + s.Routes.Domain(), Date: s.Store.now(), From: from,
+		ReplyTo: o.ReplyTo, To: o.To, Cc: o.Cc, Subject: o.Subject, InReplyTo: o.InReplyTo,
+		References: o.References, HTML: o.HTML, Text: o.Text, Attachments: o.Attachments}
+	source, err := build(comp)
+	if err != nil {
+		return Email{}, fmt.Errorf("build outbound message: %w", err)
+	}
+	if len(source) > MaxMessageBytes {
+		return Email{}, problem.Errorf(problem.TooLarge, "message_too_large",
+			"the encoded message is %d bytes: at most %d (5 MiB)", len(source), MaxMessageBytes)
+	}
+	ne := NewEmail{ID: id, OrgID: orgID, NamespaceID: ns.ID, Type: o.Type, From: from, ReplyTo: o.ReplyTo,
+		Subject: o.Subject, HTML: o.HTML, Text: o.Text, MessageID: "<" + comp.MessageID + ">",
+		SourceEmailID: o.Source, Recipients: rcpts, Attachments: o.Attachments, Source: source}
+	var e Email
+	err = s.DB.InTx(ctx, func(tx *store.Tx) error {
+		var err error
+		if e, err = s.Store.Create(ctx, tx, ne); err != nil {
+			return err
+		}
+		_, err = EnqueueDelivery(ctx, s.Jobs, tx, e.ID)
+		return err
+	})
+	return e, err
+}
+
+// recipients classifies the draft's recipients (the seed's sending rule 1):
+// an address of the sending namespace is internal, delivered into its inbox;
+// any other must be a verified destination of the organisation, else the
+// request is refused (recipient_not_verified), naming each such field. An
+// external address the organisation has suppressed (a hard bounce, a
+// complaint) is kept, to be recorded suppressed without an attempt.
+func (s *Service) recipients(ctx context.Context, orgID string, ns tenant.Namespace, d draft) ([]NewRecipient, error) {
+	var out []NewRecipient
+	var refused []problem.FieldError
+	derived := d.Derived
+	for _, l := range []struct {
+		t     RecipientType
+		field string
+		as    []Address
+	}{{To, "to", d.To}, {Cc, "cc", d.Cc}, {Bcc, "bcc", d.Bcc}} {
+		for i, addr := range l.as {
+			field := fmt.Sprintf("%s[%d]", l.field, i-derived)
+			if l.t == To && i < derived {
+				field = "to" // the reply's recipient, from the email replied to
+			}
+			routed, err := s.Routes.Parse(addr.Email)
+			internal := err == nil && routed.Namespace == ns.Name
+			var suppressed string
+			if !internal {
+				ok, err := s.Store.verifiedDestination(ctx, orgID, addr.Email)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					refused = append(refused, problem.FieldError{Field: field,
+						Detail: fmt.Sprintf("names %s, which is neither an address of namespace %s nor a verified destination of the organisation", quote(addr.Email), ns.Name)})
+				}
+				if suppressed, err = s.Store.suppressedReason(ctx, orgID, addr.Email); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, NewRecipient{Type: l.t, Email: addr.Email, Name: addr.Name, Internal: internal, Suppressed: suppressed})
+		}
+		if l.t == To {
+			derived = 0
+		}
+	}
+	if len(refused) > 0 {
+		return nil, &problem.Error{Kind: problem.Forbidden, Code: "recipient_not_verified",
+			Message: fmt.Sprintf("%d recipient(s) are not verified destinations: a message goes to addresses of namespace %s or to verified destinations", len(refused), ns.Name),
+			Fields:  refused}
+	}
+	return out, nil
+}

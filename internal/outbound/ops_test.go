@@ -1,0 +1,204 @@
+package outbound_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/problem"
+	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/tenant"
+)
+
+// The operations called as Go, with no HTTP in between: what the dashboard,
+// and later IMAP and the checks, rely on. Each test runs on both stores.
+
+// owner is the principal of the organisation default (namespace default),
+// stranger that of organisation other (namespace elsewhere).
+func (e *apiEnv) owner() tenant.Principal {
+	return tenant.Principal{Org: e.org, KeyID: "owner-key", Orgs: []tenant.Org{e.org}}
+}
+
+func (e *apiEnv) stranger() tenant.Principal {
+	return tenant.Principal{Org: e.other, KeyID: "stranger-key", Orgs: []tenant.Org{e.other}}
+}
+
+// wantProblem checks that err is a *problem.Error of the kind and code,
+// naming exactly the fields given, in order.
+func wantProblem(t *testing.T, what string, err error, kind problem.Kind, code string, fields ...string) {
+	t.Helper()
+	var pe *problem.Error
+	if !errors.As(err, &pe) {
+		t.Fatalf("%s: %v, want a problem of kind %d", what, err, kind)
+	}
+	var got []string
+	for _, f := range pe.Fields {
+		got = append(got, f.Field)
+	}
+	if pe.Kind != kind || pe.Code != code || !slices.Equal(got, fields) {
+		t.Fatalf("%s: kind %d code %s fields %q (%s), want kind %d code %s fields %q", what, pe.Kind, pe.Code, got, pe.Message, kind, code, fields)
+	}
+}
+
+// count is how many rows the query counts.
+func (e *apiEnv) count(query string, args ...any) int {
+	e.t.Helper()
+	var n int
+	if err := e.db.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Send stores the email with its delivery job and answers the summary; a
+// request with invalid fields names each and stores nothing; the namespace
+// of another organisation is not found; the sending rules that need the
+// namespace refuse a foreign sender and an unverified recipient.
+func TestSendOperation(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newServiceEnv(t, db, nil)
+		ctx := context.Background()
+		out := e.svc.Outbound
+		e.verify(e.org.ID, "partner@example.com")
+
+		sent, err := out.Send(ctx, e.owner(), outbound.SendRequest{Namespace: " default ",
+			From: &outbound.AddressInput{Email: ptr("app@default.localhost"), Name: "App"},
+			To:   []string{"Jane <jane@default.localhost>", "partner@example.com"}, Subject: "Hello", Text: "Hi"})
+		if err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		if sent.Type != outbound.TypeNew || sent.Status != outbound.StatusQueued || sent.RecipientCount != 2 ||
+			sent.From != (outbound.Address{Email: "app@default.localhost", Name: "App"}) || sent.OrgID != e.org.ID || sent.Subject != "Hello" {
+			t.Errorf("sent %+v", sent)
+		}
+		d := e.detail(sent.ID)
+		if len(d.Recipients) != 2 || !d.Recipients[0].Internal || d.Recipients[1].Internal || d.Recipients[0].Name != "Jane" {
+			t.Errorf("recipients %+v", d.Recipients)
+		}
+		if n := e.count("SELECT COUNT(*) FROM jobs WHERE kind = ?", outbound.DeliveryKind); n != 1 {
+			t.Errorf("%d delivery jobs, want 1", n)
+		}
+
+		_, err = out.Send(ctx, e.owner(), outbound.SendRequest{To: []string{"john"}, Text: "x",
+			Attachments: []outbound.AttachmentInput{{Filename: "a.txt", ContentType: "text/plain"}}})
+		wantProblem(t, "send with invalid fields", err, problem.Invalid, "invalid_parameter",
+			"namespace", "to[0]", "subject", "attachments[0].content_base64")
+
+		ok := outbound.SendRequest{Namespace: "default", To: []string{"jane@default.localhost"}, Subject: "s", Text: "t"}
+		_, err = out.Send(ctx, e.stranger(), ok)
+		wantProblem(t, "send from another organisation's namespace", err, problem.NotFound, "not_found")
+		foreign := ok
+		foreign.Namespace = "elsewhere"
+		_, err = out.Send(ctx, e.owner(), foreign)
+		wantProblem(t, "send from the other organisation's namespace", err, problem.NotFound, "not_found")
+
+		spoofed := ok
+		spoofed.From = &outbound.AddressInput{Email: ptr("app@elsewhere.localhost")}
+		_, err = out.Send(ctx, e.owner(), spoofed)
+		wantProblem(t, "send from another namespace's address", err, problem.Forbidden, "sender_not_in_namespace", "from.email")
+
+		unverified := ok
+		unverified.Cc = []string{"stranger@example.com"}
+		_, err = out.Send(ctx, e.owner(), unverified)
+		wantProblem(t, "send to an unverified address", err, problem.Forbidden, "recipient_not_verified", "cc[0]")
+
+		if n := e.count("SELECT COUNT(*) FROM outbound_emails"); n != 1 {
+			t.Errorf("%d outbound emails stored, want only the accepted one", n)
+		}
+	})
+}
+
+// Reply and Forward make their email from an inbound one the organisation
+// can read: threaded to it and to its sender, or forwarded with its subject;
+// a request with invalid fields names them; an email of another organisation,
+// or a malformed id, is not found.
+func TestReplyAndForwardOperations(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newServiceEnv(t, db, nil)
+		ctx := context.Background()
+		out := e.svc.Outbound
+		id := e.deliver("default", fromTeammate, "john@default.localhost")
+
+		reply, err := out.Reply(ctx, e.owner(), outbound.ReplyRequest{EmailID: id, Text: "Thanks"})
+		if err != nil {
+			t.Fatalf("reply: %v", err)
+		}
+		d := e.detail(reply.ID)
+		if d.Type != outbound.TypeReply || d.Subject != "Re: Quarterly numbers" || d.SourceEmailID != id ||
+			len(d.Recipients) != 1 || d.Recipients[0].Email != "alice@default.localhost" {
+			t.Errorf("reply %+v, recipients %+v", d.Email, d.Recipients)
+		}
+		_, err = out.Reply(ctx, e.owner(), outbound.ReplyRequest{EmailID: id, Cc: []string{"x@"}})
+		wantProblem(t, "reply with invalid fields", err, problem.Invalid, "invalid_parameter", "cc[0]", "html")
+
+		fwd, err := out.Forward(ctx, e.owner(), outbound.ForwardRequest{EmailID: id, To: []string{"mary@default.localhost"}})
+		if err != nil {
+			t.Fatalf("forward: %v", err)
+		}
+		d = e.detail(fwd.ID)
+		if d.Type != outbound.TypeForward || d.Subject != "Fwd: Quarterly numbers" || d.SourceEmailID != id ||
+			len(d.Recipients) != 1 || d.Recipients[0].Email != "mary@default.localhost" {
+			t.Errorf("forward %+v, recipients %+v", d.Email, d.Recipients)
+		}
+		_, err = out.Forward(ctx, e.owner(), outbound.ForwardRequest{EmailID: id, Subject: "a\nb"})
+		wantProblem(t, "forward with invalid fields", err, problem.Invalid, "invalid_parameter", "to", "subject")
+
+		_, err = out.Reply(ctx, e.stranger(), outbound.ReplyRequest{EmailID: id, Text: "x"})
+		wantProblem(t, "reply to another organisation's email", err, problem.NotFound, "not_found")
+		_, err = out.Forward(ctx, e.stranger(), outbound.ForwardRequest{EmailID: id, To: []string{"bob@elsewhere.localhost"}})
+		wantProblem(t, "forward of another organisation's email", err, problem.NotFound, "not_found")
+		foreign := e.deliver("elsewhere", inElsewhere, "carol@elsewhere.localhost")
+		_, err = out.Reply(ctx, e.owner(), outbound.ReplyRequest{EmailID: foreign, Text: "x"})
+		wantProblem(t, "reply to the other organisation's email", err, problem.NotFound, "not_found")
+		_, err = out.Forward(ctx, e.owner(), outbound.ForwardRequest{EmailID: "not-a-uuid", To: []string{"mary@default.localhost"}})
+		wantProblem(t, "forward of a malformed id", err, problem.NotFound, "not_found")
+
+		if n := e.count("SELECT COUNT(*) FROM outbound_emails"); n != 2 {
+			t.Errorf("%d outbound emails stored, want the reply and the forward", n)
+		}
+	})
+}
+
+// Cancel cancels the recipients no attempt has reached, once: a second
+// cancel is a conflict; another organisation's email is not found, and is
+// left as it was.
+func TestCancelOperation(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newServiceEnv(t, db, nil)
+		ctx := context.Background()
+		out := e.svc.Outbound
+		sent, err := out.Send(ctx, e.owner(), outbound.SendRequest{Namespace: "default",
+			To: []string{"jane@default.localhost", "joe@default.localhost"}, Subject: "Later", Text: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		_, err = out.Cancel(ctx, e.stranger(), outbound.CancelRequest{ID: sent.ID})
+		wantProblem(t, "cancel another organisation's email", err, problem.NotFound, "not_found")
+		if d := e.detail(sent.ID); d.Recipients[0].Status != outbound.DeliveryQueued {
+			t.Fatalf("after a refused cancel: %s", d.Recipients[0].Status)
+		}
+		_, err = out.Cancel(ctx, e.owner(), outbound.CancelRequest{ID: "42"})
+		wantProblem(t, "cancel a malformed id", err, problem.NotFound, "not_found")
+
+		d, err := out.Cancel(ctx, e.owner(), outbound.CancelRequest{ID: sent.ID})
+		if err != nil {
+			t.Fatalf("cancel: %v", err)
+		}
+		for _, r := range d.Recipients {
+			if r.Status != outbound.DeliveryCancelled {
+				t.Errorf("recipient %s is %s, want cancelled", r.Email, r.Status)
+			}
+		}
+		if d.Status != outbound.StatusFailed {
+			t.Errorf("email status %s, want failed", d.Status)
+		}
+		_, err = out.Cancel(ctx, e.owner(), outbound.CancelRequest{ID: sent.ID})
+		wantProblem(t, "cancel again", err, problem.Conflict, "not_cancellable")
+	})
+}
