@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
 
@@ -191,42 +192,6 @@ func snakeCase(s string) string {
 	return b.String()
 }
 
-// problems collects the invalid fields of one request, so a client learns of every
-// mistake at once. The error's code is that of the first problem.
-type problems struct{ fields httpx.Fields }
-
-func (p *problems) add(code, field, detail string) {
-	p.fields = append(p.fields, httpx.FieldError{Field: field, Detail: detail, Code: code})
-}
-
-func (p *problems) err() error { return p.fields.Err() }
-
-// secret decodes the Base32 secret of field, which is required.
-func (p *problems) secret(field string, v *string) []byte {
-	if v == nil {
-		p.add("invalid_parameter", field, "is required")
-		return nil
-	}
-	key, err := DecodeSecret(*v)
-	if err != nil {
-		p.add("invalid_secret", field, err.Error())
-		return nil
-	}
-	return key
-}
-
-// text returns a trimmed name, username or issuer ("" when absent), checked.
-func (p *problems) text(field string, v *string) string {
-	if v == nil {
-		return ""
-	}
-	t := strings.TrimSpace(*v)
-	if d := CheckText(t); d != "" {
-		p.add("invalid_parameter", field, d)
-	}
-	return t
-}
-
 // whole returns a number that must be a whole number, and whether it is one.
 func whole(v float64) (int, bool) {
 	if v != math.Trunc(v) || v < math.MinInt32 || v > math.MaxInt32 {
@@ -235,58 +200,92 @@ func whole(v float64) (int, bool) {
 	return int(v), true
 }
 
-// notAllowed refuses the fields an endpoint fixes itself.
-func (p *problems) notAllowed(b *body, why string, fields ...string) {
-	for _, f := range fields {
-		if b.present[f] {
-			p.add("field_not_allowed", f, why)
+// addRequest reads a device body of the form source into AddDevice's
+// request. What the body gives and the request cannot hold is returned in
+// unread, by field, for the operation to refuse in its place: a secret or URL
+// absent (the request's "" is an empty one), a date that is not one, a
+// number that is not whole (or 0: the request's "absent"), an empty
+// algorithm.
+func addRequest(b *body, source string) (req AddDeviceRequest, unread map[string]problem.FieldError) {
+	unread = map[string]problem.FieldError{}
+	refuse := func(field, detail string) {
+		unread[field] = problem.FieldError{Field: field, Detail: detail, Code: "invalid_parameter"}
+	}
+	req.Source = source
+	str := func(field string, v *string) string {
+		if v == nil {
+			refuse(field, "is required")
+			return ""
+		}
+		return *v
+	}
+	switch source {
+	case SourceSharedSecret:
+		req.Secret = str("shared_secret", b.SharedSecret)
+	case SourceCustom:
+		req.Secret = str("secret", b.Secret)
+	case SourceBase32SecretKey:
+		req.Secret = str("base32_secret_key", b.Base32SecretKey)
+	case SourceOtpauthURL:
+		req.OtpauthURL = str("otp_auth_url", b.OtpAuthURL)
+	}
+	for _, t := range []struct {
+		v   *string
+		dst *string
+	}{{b.Name, &req.Name}, {b.Username, &req.Username}, {b.Issuer, &req.Issuer}} {
+		if t.v != nil {
+			*t.dst = *t.v
 		}
 	}
-}
-
-// describe reads name, username, issuer and expires_at into in.
-func (s *Service) describe(p *problems, b *body, in *NewDevice) {
-	in.Name = p.text("name", b.Name)
-	in.Username = p.text("username", b.Username)
-	in.Issuer = p.text("issuer", b.Issuer)
 	if b.ExpiresAt != nil {
 		t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(*b.ExpiresAt))
 		switch {
 		case err != nil:
-			p.add("invalid_parameter", "expires_at", "must be an RFC 3339 date-time such as 2030-01-02T15:04:05.000Z")
-		case !t.After(s.Now()):
-			p.add("invalid_parameter", "expires_at", "must be in the future")
+			refuse("expires_at", "must be an RFC 3339 date-time such as 2030-01-02T15:04:05.000Z")
+		case t.IsZero():
+			refuse("expires_at", expiresDetail) // year 1: long past, not "never"
 		default:
-			in.ExpiresAt = t
+			req.ExpiresAt = t
 		}
 	}
-}
-
-// params reads digits, period and algorithm; an absent one stays zero.
-func (p *problems) params(b *body) Params {
-	var pr Params
-	if b.Digits != nil {
-		if n, ok := whole(*b.Digits); ok && (n == 6 || n == 8) {
-			pr.Digits = n
-		} else {
-			p.add("invalid_parameter", "digits", "must be 6 or 8")
+	for _, n := range []struct {
+		field, detail string
+		v             *float64
+		dst           *int
+	}{{"digits", digitsDetail, b.Digits, &req.Digits}, {"period", periodDetail, b.Period, &req.Period}} {
+		if n.v == nil {
+			continue
 		}
-	}
-	if b.Period != nil {
-		if n, ok := whole(*b.Period); ok && n >= MinPeriod && n <= MaxPeriod {
-			pr.Period = n
+		if v, ok := whole(*n.v); ok && v != 0 {
+			*n.dst = v
 		} else {
-			p.add("invalid_parameter", "period", fmt.Sprintf("must be a whole number of seconds between %d and %d", MinPeriod, MaxPeriod))
+			refuse(n.field, n.detail)
 		}
 	}
 	if b.Algorithm != nil {
-		if alg, ok := ParseAlgorithm(*b.Algorithm); ok {
-			pr.Algorithm = alg
-		} else {
-			p.add("invalid_parameter", "algorithm", "must be SHA1, SHA256 or SHA512")
+		if *b.Algorithm == "" {
+			refuse("algorithm", algorithmDetail)
 		}
+		req.Algorithm = *b.Algorithm
 	}
-	return pr
+	return req, unread
+}
+
+// createDevice answers a create endpoint of the form source (AddDevice): 201
+// with the device.
+func (s *Service) createDevice(w http.ResponseWriter, r *http.Request, fields []string, source string) error {
+	b, err := decodeBody(r, fields)
+	if err != nil {
+		return err
+	}
+	req, unread := addRequest(b, source)
+	d, err := s.addDevice(r.Context(), tenant.PrincipalFrom(r.Context()), req, unread)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/devices/"+d.ID)
+	httpx.WriteJSON(w, http.StatusCreated, deviceView(d))
+	return nil
 }
 
 // CreateSharedSecretDeviceHandler answers POST /api/devices: a device with the
@@ -294,129 +293,25 @@ func (p *problems) params(b *body) Params {
 // digits, period or algorithm: given, they are ignored as any unknown field is
 // (contract section 4); POST /api/devices/custom chooses them.
 func (s *Service) CreateSharedSecretDeviceHandler(w http.ResponseWriter, r *http.Request) error {
-	b, err := decodeBody(r, sharedFields)
-	if err != nil {
-		return err
-	}
-	var p problems
-	in := NewDevice{Source: SourceSharedSecret}
-	in.Secret = p.secret("shared_secret", b.SharedSecret)
-	s.describe(&p, b, &in)
-	in.Params = DefaultParams
-	return s.create(w, r, &p, in)
+	return s.createDevice(w, r, sharedFields, SourceSharedSecret)
 }
 
 // CreateCustomDeviceHandler answers POST /api/devices/custom (secret in "secret").
 func (s *Service) CreateCustomDeviceHandler(w http.ResponseWriter, r *http.Request) error {
-	return s.createWithParams(w, r, "secret", SourceCustom)
+	return s.createDevice(w, r, customFields, SourceCustom)
 }
 
 // CreateBase32DeviceHandler answers POST /api/devices/base32-secret-key (secret in
 // "base32_secret_key").
 func (s *Service) CreateBase32DeviceHandler(w http.ResponseWriter, r *http.Request) error {
-	return s.createWithParams(w, r, "base32_secret_key", SourceBase32SecretKey)
-}
-
-func (s *Service) createWithParams(w http.ResponseWriter, r *http.Request, secretField, source string) error {
-	fields := customFields
-	if secretField == "base32_secret_key" {
-		fields = base32Fields
-	}
-	b, err := decodeBody(r, fields)
-	if err != nil {
-		return err
-	}
-	var p problems
-	in := NewDevice{Source: source}
-	v := b.Secret
-	if secretField == "base32_secret_key" {
-		v = b.Base32SecretKey
-	}
-	in.Secret = p.secret(secretField, v)
-	s.describe(&p, b, &in)
-	in.Params = p.params(b).withDefaults()
-	return s.create(w, r, &p, in)
+	return s.createDevice(w, r, base32Fields, SourceBase32SecretKey)
 }
 
 // CreateOtpauthDeviceHandler answers POST /api/devices/otpauth-url. The URL's
 // username, issuer, digits, period and algorithm win; the body's fill what the URL
 // lacks; a body name replaces the derived one.
 func (s *Service) CreateOtpauthDeviceHandler(w http.ResponseWriter, r *http.Request) error {
-	b, err := decodeBody(r, otpauthFields)
-	if err != nil {
-		return err
-	}
-	var p problems
-	in := NewDevice{Source: SourceOtpauthURL}
-	s.describe(&p, b, &in)
-	in.Params = p.params(b)
-	if b.OtpAuthURL == nil {
-		p.add("invalid_parameter", "otp_auth_url", "is required")
-	} else if k, err := ParseOtpauthURL(*b.OtpAuthURL); err != nil {
-		ue, _ := asURLError(err)
-		p.add(ue.Code, "otp_auth_url", ue.Detail)
-	} else {
-		in = MergeOtpauth(k, in)
-	}
-	in.Params = in.Params.withDefaults()
-	return s.create(w, r, &p, in)
-}
-
-// MergeOtpauth applies the otpauth precedence rules: the URL's issuer, account,
-// digits, period and algorithm win over body's; body values fill the gaps. The
-// secret comes from the URL alone; name, expires_at and source stay body's.
-func MergeOtpauth(k Key, body NewDevice) NewDevice {
-	out := body
-	out.Secret = k.Secret
-	if k.Issuer != "" {
-		out.Issuer = k.Issuer
-	}
-	if k.Account != "" {
-		out.Username = k.Account
-	}
-	if k.Digits != 0 {
-		out.Params.Digits = k.Digits
-	}
-	if k.Period != 0 {
-		out.Params.Period = k.Period
-	}
-	if k.Algorithm != "" {
-		out.Params.Algorithm = k.Algorithm
-	}
-	return out
-}
-
-// create saves in for the request's organisation and answers 201 with the device.
-func (s *Service) create(w http.ResponseWriter, r *http.Request, p *problems, in NewDevice) error {
-	if err := p.err(); err != nil {
-		return err
-	}
-	d, err := s.Create(r.Context(), tenant.OrgFrom(r.Context()).ID, in)
-	if err != nil {
-		return deviceError(err)
-	}
-	w.Header().Set("Location", "/api/devices/"+d.ID)
-	httpx.WriteJSON(w, http.StatusCreated, deviceView(d))
-	return nil
-}
-
-// deviceError maps the service's errors to the contract's statuses and codes.
-func deviceError(err error) error {
-	var fe *httpx.FieldError
-	switch {
-	case errors.As(err, &fe):
-		return fe
-	case errors.Is(err, ErrNotFound):
-		return httpx.NotFound("device")
-	case errors.Is(err, ErrExpired):
-		return httpx.Errorf(http.StatusGone, "device_expired", "the device has expired; it gives no more codes")
-	case errors.Is(err, ErrDisabled):
-		return httpx.Errorf(http.StatusForbidden, "totp_disabled", "TOTP devices are disabled for this organisation")
-	case errors.Is(err, ErrLimitReached):
-		return httpx.Errorf(http.StatusForbidden, "device_limit_reached",
-			"the organisation has reached its limit of active devices; delete one or let one expire")
-	}
-	return err
+	return s.createDevice(w, r, otpauthFields, SourceOtpauthURL)
 }
 
 // GetDeviceHandler answers GET /api/devices/{deviceId}: one device, expired ones
@@ -430,10 +325,12 @@ func (s *Service) GetDeviceHandler(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// DeleteDeviceHandler answers DELETE /api/devices/{deviceId}: 204, expired or not.
+// DeleteDeviceHandler answers DELETE /api/devices/{deviceId} (DeleteDevice):
+// 204, expired or not.
 func (s *Service) DeleteDeviceHandler(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Delete(r.Context(), tenant.OrgFrom(r.Context()).ID, chi.URLParam(r, "deviceId")); err != nil {
-		return deviceError(err)
+	err := s.DeleteDevice(r.Context(), tenant.PrincipalFrom(r.Context()), DeleteDeviceRequest{ID: chi.URLParam(r, "deviceId")})
+	if err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -447,7 +344,7 @@ const minSecondsField = "min_seconds_until_expire"
 // refuses them), so a huge number cannot overflow the duration.
 func parseMinSeconds(v float64) (time.Duration, error) {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return 0, httpx.Invalid(minSecondsField, "must be a number of seconds, at least 0")
+		return 0, problem.Field(minSecondsField, "must be a number of seconds, at least 0")
 	}
 	if v > MaxPeriod {
 		v = MaxPeriod + 1
@@ -467,10 +364,19 @@ func (s *Service) SecretOTPHandler(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	var p problems
-	key := p.secret("shared_secret", b.SharedSecret)
-	p.notAllowed(b, "is not accepted: this endpoint always uses 6 digits, 30 seconds and SHA1", "digits", "period", "algorithm")
-	if err := p.err(); err != nil {
+	var fields problem.Fields
+	var key []byte
+	if b.SharedSecret == nil {
+		fields.Add("shared_secret", "is required")
+	} else if key, err = DecodeSecret(*b.SharedSecret); err != nil {
+		fields.AddCode("shared_secret", "invalid_secret", err.Error())
+	}
+	for _, f := range []string{"digits", "period", "algorithm"} {
+		if b.present[f] {
+			fields.AddCode(f, "field_not_allowed", "is not accepted: this endpoint always uses 6 digits, 30 seconds and SHA1")
+		}
+	}
+	if err := fields.Err(); err != nil {
 		return err
 	}
 	var wait time.Duration
@@ -490,21 +396,21 @@ func (s *Service) SecretOTPHandler(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// DeviceOTPHandler answers GET /api/devices/{deviceId}/otp.
+// DeviceOTPHandler answers GET /api/devices/{deviceId}/otp (DeviceCode).
 func (s *Service) DeviceOTPHandler(w http.ResponseWriter, r *http.Request) error {
 	var wait time.Duration
 	if raw := r.URL.Query().Get(minSecondsField); raw != "" { // empty is absent, as for every parameter
 		v, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
 		if err != nil {
-			return httpx.Invalid(minSecondsField, "must be a number of seconds, at least 0")
+			return problem.Field(minSecondsField, "must be a number of seconds, at least 0")
 		}
 		if wait, err = parseMinSeconds(v); err != nil {
 			return err
 		}
 	}
-	otp, err := s.DeviceOTP(r.Context(), tenant.OrgFrom(r.Context()).ID, chi.URLParam(r, "deviceId"), wait)
+	otp, err := s.DeviceCode(r.Context(), tenant.PrincipalFrom(r.Context()), DeviceCodeRequest{ID: chi.URLParam(r, "deviceId"), MinValid: wait})
 	if err != nil {
-		return deviceError(err)
+		return err
 	}
 	writeOTP(w, otp)
 	return nil

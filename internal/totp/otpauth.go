@@ -172,6 +172,30 @@ func (k Key) URL() string {
 	return u.String()
 }
 
+// MergeOtpauth applies the otpauth precedence rules: the URL's issuer, account,
+// digits, period and algorithm win over body's; body values fill the gaps. The
+// secret comes from the URL alone; name, expires_at and source stay body's.
+func MergeOtpauth(k Key, body NewDevice) NewDevice {
+	out := body
+	out.Secret = k.Secret
+	if k.Issuer != "" {
+		out.Issuer = k.Issuer
+	}
+	if k.Account != "" {
+		out.Username = k.Account
+	}
+	if k.Digits != 0 {
+		out.Params.Digits = k.Digits
+	}
+	if k.Period != 0 {
+		out.Params.Period = k.Period
+	}
+	if k.Algorithm != "" {
+		out.Params.Algorithm = k.Algorithm
+	}
+	return out
+}
+
 // asURLError unwraps a *URLError.
 func asURLError(err error) (*URLError, bool) {
 	var ue *URLError

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/tenant"
 	"github.com/catchbox/catchbox/internal/totp"
 )
@@ -21,16 +22,18 @@ type deviceRow struct {
 // AuthenticatorsHandler answers GET /authenticators: the organisation's
 // devices with their current codes and when each runs out.
 func (d *Dashboard) AuthenticatorsHandler(w http.ResponseWriter, r *http.Request) error {
-	org := tenant.OrgFrom(r.Context())
+	p := tenant.PrincipalFrom(r.Context())
+	org := p.Org
 	total, devices, err := d.TOTP.List(r.Context(), org.ID, totp.Filter{Limit: 100})
 	if err != nil {
 		return err
 	}
 	rows := make([]deviceRow, 0, len(devices))
 	for _, dev := range devices {
-		otp, err := d.TOTP.DeviceOTP(r.Context(), org.ID, dev.ID, 0)
-		if errors.Is(err, totp.ErrExpired) || errors.Is(err, totp.ErrNotFound) {
-			continue
+		otp, err := d.TOTP.DeviceCode(r.Context(), p, totp.DeviceCodeRequest{ID: dev.ID})
+		var pe *problem.Error
+		if errors.As(err, &pe) && (pe.Kind == problem.Gone || pe.Kind == problem.NotFound) {
+			continue // expired or deleted since the list was read
 		}
 		if err != nil {
 			return err
@@ -43,7 +46,8 @@ func (d *Dashboard) AuthenticatorsHandler(w http.ResponseWriter, r *http.Request
 
 // AddAuthenticatorHandler answers POST /authenticators: a device from a
 // Base32 secret, an otpauth:// URL, or the otpauth:// URL in an uploaded QR
-// image, through the API's handlers.
+// image (totp.AddDevice, as the API's base32-secret-key and otpauth-url
+// forms).
 func (d *Dashboard) AddAuthenticatorHandler(w http.ResponseWriter, r *http.Request) error {
 	if err := parseAuthenticatorForm(w, r); err != nil {
 		return err
@@ -53,32 +57,27 @@ func (d *Dashboard) AddAuthenticatorHandler(w http.ResponseWriter, r *http.Reque
 		return err
 	}
 	f := r.PostForm
-	body := map[string]any{}
-	for _, k := range []string{"name", "issuer", "username"} {
-		if v := strings.TrimSpace(f.Get(k)); v != "" {
-			body[k] = v
+	req := totp.AddDeviceRequest{Name: f.Get("name"), Issuer: f.Get("issuer"), Username: f.Get("username")}
+	if u := strings.TrimSpace(f.Get("otpauth_url")); scanned != "" || u != "" {
+		req.Source, req.OtpauthURL = totp.SourceOtpauthURL, u
+		if scanned != "" {
+			req.OtpauthURL = scanned
 		}
-	}
-	if scanned != "" {
-		body["otp_auth_url"] = scanned
-		err = apiCall(r, d.TOTP.CreateOtpauthDeviceHandler, http.MethodPost, "/api/devices/otpauth-url", nil, body, nil)
-	} else if u := strings.TrimSpace(f.Get("otpauth_url")); u != "" {
-		body["otp_auth_url"] = u
-		err = apiCall(r, d.TOTP.CreateOtpauthDeviceHandler, http.MethodPost, "/api/devices/otpauth-url", nil, body, nil)
 	} else {
-		body["base32_secret_key"] = f.Get("secret")
-		err = apiCall(r, d.TOTP.CreateBase32DeviceHandler, http.MethodPost, "/api/devices/base32-secret-key", nil, body, nil)
+		req.Source, req.Secret = totp.SourceBase32SecretKey, f.Get("secret")
 	}
-	if err != nil {
+	if _, err := d.TOTP.AddDevice(r.Context(), tenant.PrincipalFrom(r.Context()), req); err != nil {
 		return err
 	}
 	return redirect(w, r, "/authenticators", "Authenticator added.")
 }
 
-// DeleteAuthenticatorHandler answers POST /authenticators/{deviceId}/delete.
+// DeleteAuthenticatorHandler answers POST /authenticators/{deviceId}/delete
+// (totp.DeleteDevice).
 func (d *Dashboard) DeleteAuthenticatorHandler(w http.ResponseWriter, r *http.Request) error {
-	err := d.TOTP.Delete(r.Context(), tenant.OrgFrom(r.Context()).ID, chi.URLParam(r, "deviceId"))
-	if errors.Is(err, totp.ErrNotFound) {
+	err := d.TOTP.DeleteDevice(r.Context(), tenant.PrincipalFrom(r.Context()), totp.DeleteDeviceRequest{ID: chi.URLParam(r, "deviceId")})
+	var pe *problem.Error
+	if errors.As(err, &pe) && pe.Kind == problem.NotFound {
 		return notFound("Authenticator")
 	}
 	if err != nil {
