@@ -83,6 +83,9 @@ func (s *Service) AddDevice(ctx context.Context, p tenant.Principal, req AddDevi
 // names a body's mistakes in one order whoever found them.
 func (s *Service) addDevice(ctx context.Context, p tenant.Principal, req AddDeviceRequest, unread map[string]problem.FieldError) (Device, error) {
 	var fields problem.Fields
+	// check refuses field with the caller's reason when it could not read it,
+	// else with what why finds wrong with it (a detail of "" is nothing);
+	// the fields are checked in the order the form lists them.
 	check := func(field string, why func() (code, detail string)) {
 		if fe, ok := unread[field]; ok {
 			fields = append(fields, fe)
