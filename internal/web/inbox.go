@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -81,7 +82,7 @@ func (d *Dashboard) CreateNamespaceHandler(w http.ResponseWriter, r *http.Reques
 	case errors.Is(err, tenant.ErrReserved):
 		return badRequest("The name %q is reserved.", name)
 	case errors.Is(err, tenant.ErrNameTaken):
-		return &pageError{http.StatusConflict, fmt.Sprintf("The name %q is taken.", name)}
+		return problem.Errorf(problem.Conflict, "namespace_taken", "The name %q is taken.", name)
 	case err != nil:
 		return err
 	}
@@ -102,7 +103,7 @@ func (d *Dashboard) namespaceParam(r *http.Request) (tenant.Namespace, error) {
 func (d *Dashboard) ownNamespace(r *http.Request) (tenant.Namespace, error) {
 	n, err := d.namespaceParam(r)
 	if err == nil && n.OrgID != tenant.OrgFrom(r.Context()).ID {
-		return n, &pageError{http.StatusForbidden, "This inbox is shared with your organisation for reading only."}
+		return n, forbidden("namespace_read_only", "This inbox is shared with your organisation for reading only.")
 	}
 	return n, err
 }
@@ -159,7 +160,7 @@ func (d *Dashboard) UpdateSettingsHandler(w http.ResponseWriter, r *http.Request
 	capture := r.PostForm.Get("capture_raw_email") == "on"
 	st.CaptureRawEmail = &capture
 	if fe := d.Tenants.Validate(st); fe != nil {
-		return badRequest("%s %s.", fe.Field, fe.Detail)
+		return problem.Fields{*fe}.Err()
 	}
 	if _, err := d.Tenants.UpsertNamespace(r.Context(), n.OrgID, n.Name, st); err != nil {
 		return err
@@ -480,7 +481,7 @@ func (d *Dashboard) DeleteEmailHandler(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	if n.OrgID != tenant.OrgFrom(r.Context()).ID {
-		return &pageError{http.StatusForbidden, "This inbox is shared with your organisation for reading only."}
+		return forbidden("namespace_read_only", "This inbox is shared with your organisation for reading only.")
 	}
 	if err := d.Inbox.Searcher.DeleteEmail(r.Context(), e.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
