@@ -65,7 +65,8 @@ func formInt(r *http.Request, field string) (*int, error) {
 }
 
 // CreateNamespaceHandler answers POST /inboxes: a new namespace of the
-// organisation.
+// organisation (tenant.CreateNamespaceFor), its name refused in the page's
+// words.
 func (d *Dashboard) CreateNamespaceHandler(w http.ResponseWriter, r *http.Request) error {
 	if err := parseForm(w, r); err != nil {
 		return err
@@ -75,15 +76,19 @@ func (d *Dashboard) CreateNamespaceHandler(w http.ResponseWriter, r *http.Reques
 		return err
 	}
 	name := strings.TrimSpace(r.PostForm.Get("namespace"))
-	n, err := d.Tenants.CreateNamespace(r.Context(), tenant.OrgFrom(r.Context()).ID, name, tenant.Settings{RetentionTime: ret})
+	n, err := d.Tenants.CreateNamespaceFor(r.Context(), tenant.PrincipalFrom(r.Context()),
+		tenant.NamespaceRequest{Name: name, Settings: tenant.Settings{RetentionTime: ret}})
+	var pe *problem.Error
 	switch {
-	case errors.Is(err, tenant.ErrNamespaceName):
-		return badRequest("The name %q is not valid: %v.", name, err)
-	case errors.Is(err, tenant.ErrReserved):
+	case !errors.As(err, &pe):
+	case pe.Code == "invalid_namespace":
+		return badRequest("The name %q is not valid: %v.", name, tenant.ErrNamespaceName)
+	case pe.Code == "namespace_reserved":
 		return badRequest("The name %q is reserved.", name)
-	case errors.Is(err, tenant.ErrNameTaken):
-		return problem.Errorf(problem.Conflict, "namespace_taken", "The name %q is taken.", name)
-	case err != nil:
+	case pe.Code == "namespace_taken":
+		return problem.Errorf(problem.Conflict, pe.Code, "The name %q is taken.", name)
+	}
+	if err != nil {
 		return err
 	}
 	return redirect(w, r, "/inboxes/"+n.Name, "Created inbox "+n.Name+".")
@@ -140,7 +145,8 @@ func (d *Dashboard) settingsPage(w http.ResponseWriter, r *http.Request, n tenan
 	return d.render(w, r, "settings", data)
 }
 
-// UpdateSettingsHandler answers POST /inboxes/{namespace}/settings.
+// UpdateSettingsHandler answers POST /inboxes/{namespace}/settings
+// (tenant.UpdateNamespaceFor).
 func (d *Dashboard) UpdateSettingsHandler(w http.ResponseWriter, r *http.Request) error {
 	n, err := d.ownNamespace(r)
 	if err != nil {
@@ -159,10 +165,7 @@ func (d *Dashboard) UpdateSettingsHandler(w http.ResponseWriter, r *http.Request
 	st.ClearQuota = st.QuotaLimit == nil
 	capture := r.PostForm.Get("capture_raw_email") == "on"
 	st.CaptureRawEmail = &capture
-	if fe := d.Tenants.Validate(st); fe != nil {
-		return problem.Fields{*fe}.Err()
-	}
-	if _, err := d.Tenants.UpsertNamespace(r.Context(), n.OrgID, n.Name, st); err != nil {
+	if _, err := d.Tenants.UpdateNamespaceFor(r.Context(), tenant.PrincipalFrom(r.Context()), tenant.NamespaceRequest{Name: n.Name, Settings: st}); err != nil {
 		return err
 	}
 	return redirect(w, r, "/inboxes/"+n.Name+"/settings", "Settings saved.")
