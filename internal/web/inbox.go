@@ -325,17 +325,17 @@ func (d *Dashboard) RowsHandler(w http.ResponseWriter, r *http.Request) error {
 	return d.fragment(w, r, "rows", data)
 }
 
-// ClearHandler answers POST /inboxes/{namespace}/clear.
+// ClearHandler answers POST /inboxes/{namespace}/clear (inbox.ClearInbox).
 func (d *Dashboard) ClearHandler(w http.ResponseWriter, r *http.Request) error {
 	n, err := d.ownNamespace(r)
 	if err != nil {
 		return err
 	}
-	c, err := d.Inbox.Searcher.ClearNamespace(r.Context(), n.ID)
+	c, err := d.Inbox.ClearInbox(r.Context(), tenant.PrincipalFrom(r.Context()), inbox.ClearRequest{Namespace: n.Name})
 	if err != nil {
 		return err
 	}
-	return redirect(w, r, "/inboxes/"+n.Name, fmt.Sprintf("Deleted %d emails.", c))
+	return redirect(w, r, "/inboxes/"+n.Name, fmt.Sprintf("Deleted %d emails.", c.Deleted))
 }
 
 // visibleEmail is the {emailId} the user's organisation may read, and its namespace.
@@ -477,7 +477,7 @@ var cidRE = regexp.MustCompile(`(?i)src\s*=\s*["']cid:[^"']*["']`)
 // parts are listed as attachments.
 func cidToNothing(s string) string { return cidRE.ReplaceAllString(s, `src=""`) }
 
-// DeleteEmailHandler answers POST /emails/{emailId}/delete.
+// DeleteEmailHandler answers POST /emails/{emailId}/delete (inbox.DeleteEmail).
 func (d *Dashboard) DeleteEmailHandler(w http.ResponseWriter, r *http.Request) error {
 	e, n, err := d.visibleEmail(r)
 	if err != nil {
@@ -486,28 +486,27 @@ func (d *Dashboard) DeleteEmailHandler(w http.ResponseWriter, r *http.Request) e
 	if n.OrgID != tenant.OrgFrom(r.Context()).ID {
 		return forbidden("namespace_read_only", "This inbox is shared with your organisation for reading only.")
 	}
-	if err := d.Inbox.Searcher.DeleteEmail(r.Context(), e.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
+	_, err = d.Inbox.DeleteEmail(r.Context(), tenant.PrincipalFrom(r.Context()), inbox.DeleteRequest{EmailID: e.ID})
+	var pe *problem.Error
+	if err != nil && !(errors.As(err, &pe) && pe.Kind == problem.NotFound) {
+		return err // gone already (deleted in another tab) is what the user asked for
 	}
 	return redirect(w, r, "/inboxes/"+n.Name, "Email deleted.")
 }
 
-// ShareHandler answers POST /emails/{emailId}/share: a share link valid for
-// seven days (the API's default), shown on the email page.
+// ShareHandler answers POST /emails/{emailId}/share (inbox.ShareEmail): a
+// share link valid for seven days (the API's default), shown on the email
+// page.
 func (d *Dashboard) ShareHandler(w http.ResponseWriter, r *http.Request) error {
 	e, _, err := d.visibleEmail(r)
 	if err != nil {
 		return err
 	}
-	exp := d.now().Add(inbox.DefaultShareTTL).Truncate(time.Second)
-	if end := time.UnixMilli(e.ExpiresMs).Truncate(time.Second); exp.After(end) {
-		exp = end
-	}
-	tok, err := d.Inbox.ShareToken(e.ID, exp)
+	sh, err := d.Inbox.ShareEmail(r.Context(), tenant.PrincipalFrom(r.Context()), inbox.ShareRequest{EmailID: e.ID})
 	if err != nil {
 		return err
 	}
-	d.setNote(w, r, note{Message: "Share link created.", Share: d.PublicURL() + "/api/share/email/" + tok, EmailID: e.ID})
+	d.setNote(w, r, note{Message: "Share link created.", Share: sh.URL, EmailID: e.ID})
 	http.Redirect(w, r, "/emails/"+e.ID, http.StatusSeeOther)
 	return nil
 }
