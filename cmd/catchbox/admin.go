@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/config"
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/server"
 	"github.com/catchbox/catchbox/internal/store"
@@ -66,6 +67,13 @@ func (a *adminCmd) openOrg(name string) (*adminEnv, tenant.Org, func(), error) {
 		return nil, tenant.Org{}, nil, err
 	}
 	return env, o, done, nil
+}
+
+// actAs is the principal of the operator acting as the organisation o: the
+// admin commands change an organisation's keys, namespaces and endpoints
+// through the operations its users call, as its owner would.
+func actAs(o tenant.Org) tenant.Principal {
+	return tenant.Principal{Org: o, Orgs: []tenant.Org{o}}
 }
 
 func (a *adminCmd) open() (*adminEnv, func(), error) {
@@ -290,11 +298,11 @@ func (c *keyCreateCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	id, key, err := env.tenants.CreateKey(env.ctx, o.ID, c.Label, "")
+	k, err := env.tenants.CreateKeyFor(env.ctx, actAs(o), tenant.CreateKeyRequest{Label: c.Label})
 	if err != nil {
-		return err
+		return asArgument(err)
 	}
-	env.print(map[string]string{"id": id, "key": key}, "Created API key %s for organisation %s (shown once, store it now):\n%s", id, o.Name, key)
+	env.print(map[string]string{"id": k.ID, "key": k.Key}, "Created API key %s for organisation %s (shown once, store it now):\n%s", k.ID, o.Name, k.Key)
 	return nil
 }
 
@@ -308,7 +316,11 @@ func (c *keyRevokeCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	if err := env.tenants.RevokeKey(env.ctx, c.ID); err != nil {
+	o, err := env.tenants.KeyOrg(env.ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if _, err := env.tenants.RevokeKeyFor(env.ctx, actAs(o), tenant.RevokeKeyRequest{ID: c.ID}); err != nil {
 		return err
 	}
 	env.print(map[string]any{"id": c.ID, "revoked": true}, "Revoked API key %s", c.ID)
@@ -334,12 +346,13 @@ func (c *namespaceCreateCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	n, err := env.tenants.CreateNamespace(env.ctx, o.ID, c.Name, tenant.Settings{RetentionTime: c.Retention})
-	if errors.Is(err, tenant.ErrNameTaken) {
+	n, err := env.tenants.CreateNamespaceFor(env.ctx, actAs(o), tenant.NamespaceRequest{Name: c.Name, Settings: tenant.Settings{RetentionTime: c.Retention}})
+	var pe *problem.Error
+	if errors.As(err, &pe) && pe.Code == "namespace_taken" {
 		return fmt.Errorf("namespace %q already exists: %w", c.Name, tenant.ErrNameTaken)
 	}
 	if err != nil {
-		return err
+		return asArgument(err)
 	}
 	env.print(map[string]any{"id": n.ID, "namespace": n.Name, "organisation_id": o.ID, "retention_time": n.RetentionTime},
 		"Created namespace %s (id %s) for organisation %s, retention %d s", n.Name, n.ID, o.Name, n.RetentionTime)

@@ -56,11 +56,33 @@ func writeAdminError(w io.Writer, err error) {
 	}
 	var pe *problem.Error
 	var fe *httpx.FieldError
-	if e.Code == "failed" && errors.As(err, &pe) {
+	var ae argError
+	if e.Code == "failed" && errors.As(err, &ae) {
+		e.Error, e.Code = "Bad Request", "invalid_argument"
+	} else if e.Code == "failed" && errors.As(err, &pe) {
 		e.Error, e.Code = http.StatusText(httpx.FromProblem(pe).Status), pe.Code
 	} else if e.Code == "failed" && errors.As(err, &fe) {
 		e.Error, e.Code = "Bad Request", "invalid_argument"
 	}
 	b, _ := json.Marshal(e)
 	fmt.Fprintln(w, string(b))
+}
+
+// argError is a value of the command line (a namespace name, a retention, a
+// label) that an operation refused as an invalid field: --json names it
+// invalid_argument, as every bad value of the command line, and its text is
+// the operation's.
+type argError struct{ err *problem.Error }
+
+func (e argError) Error() string { return e.err.Error() }
+func (e argError) Unwrap() error { return e.err }
+
+// asArgument is err as an argError when an operation refused the request's
+// fields, else err as it is.
+func asArgument(err error) error {
+	var pe *problem.Error
+	if errors.As(err, &pe) && pe.Kind == problem.Invalid {
+		return argError{pe}
+	}
+	return err
 }

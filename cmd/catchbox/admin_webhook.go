@@ -11,7 +11,9 @@ import (
 // webhookCmd is `catchbox admin webhook add|list|remove` (contract section
 // 3). The operator is trusted: add accepts URLs on private addresses, which
 // the running server still refuses to connect to unless
-// CATCHBOX_ALLOW_PRIVATE_TARGETS (or local mode) allows them.
+// CATCHBOX_ALLOW_PRIVATE_TARGETS (or local mode) allows them. add and remove
+// act as the endpoint's organisation, through the operations its API keys
+// call (webhook.CreateEndpoint, DeleteEndpoint).
 type webhookCmd struct {
 	Add    webhookAddCmd    `cmd:"" help:"Add a webhook endpoint to an organisation; its secret is printed once."`
 	List   webhookListCmd   `cmd:"" help:"List webhook endpoints, of one organisation or all (never their secrets)."`
@@ -50,11 +52,7 @@ func (c *webhookAddCmd) Run(a *adminCmd) error {
 	if c.Namespace != "" {
 		in.Namespace = &c.Namespace
 	}
-	spec, err := w.Check(env.ctx, o.ID, in, true)
-	if err != nil {
-		return err
-	}
-	ep, err := w.Create(env.ctx, o.ID, spec)
+	ep, err := w.CreateEndpoint(env.ctx, actAs(o), in)
 	if err != nil {
 		return err
 	}
@@ -120,7 +118,16 @@ func (c *webhookRemoveCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	if err := env.webhooks().Delete(env.ctx, "", c.ID); err != nil {
+	w := env.webhooks()
+	ep, err := w.Get(env.ctx, "", c.ID)
+	if err != nil {
+		return err
+	}
+	o, err := env.tenants.OrgByID(env.ctx, ep.OrgID)
+	if err != nil {
+		return err
+	}
+	if err := w.DeleteEndpoint(env.ctx, actAs(o), webhook.EndpointRequest{ID: ep.ID}); err != nil {
 		return err
 	}
 	env.print(map[string]any{"id": c.ID, "removed": true}, "Removed webhook endpoint %s", c.ID)

@@ -143,23 +143,10 @@ func (a *API) LatestEmailHandler(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// visibleEmail loads an email the request's organisation may read, or 404.
+// visibleEmail loads an email the request's organisation may read, or 404
+// (visibleEmailFor).
 func (a *API) visibleEmail(r *http.Request, id string) (StoredEmail, tenant.Namespace, error) {
-	if _, err := uuid.Parse(id); err != nil {
-		return StoredEmail{}, tenant.Namespace{}, httpx.NotFound("email")
-	}
-	e, err := a.Searcher.ByID(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return StoredEmail{}, tenant.Namespace{}, httpx.NotFound("email")
-	}
-	if err != nil {
-		return StoredEmail{}, tenant.Namespace{}, err
-	}
-	ns, err := a.Tenants.NamespaceByID(r.Context(), e.NamespaceID)
-	if err != nil || !ns.VisibleTo(tenant.OrgFrom(r.Context()).ID) {
-		return StoredEmail{}, tenant.Namespace{}, httpx.NotFound("email")
-	}
-	return e, ns, nil
+	return a.visibleEmailFor(r.Context(), tenant.PrincipalFrom(r.Context()), id)
 }
 
 // GetEmailHandler answers GET /api/emails/{emailId}.

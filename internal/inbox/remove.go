@@ -2,13 +2,11 @@ package inbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -82,26 +80,10 @@ func (s *Searcher) Count(ctx context.Context, namespaceID string) (int, error) {
 	return res.Total, err
 }
 
-// errReadOnly answers a change to a namespace shared with the request's
-// organisation: it may read the namespace, not change it.
-func errReadOnly(name string) error {
-	return httpx.Errorf(http.StatusForbidden, "namespace_read_only", "namespace %q is shared with your organisation for reading only", name)
-}
-
-// DeleteEmailHandler answers DELETE /api/emails/{emailId}: 204 once the email,
-// its attachments and raw source are gone.
+// DeleteEmailHandler answers DELETE /api/emails/{emailId} (DeleteEmail): 204
+// once the email, its attachments and raw source are gone.
 func (a *API) DeleteEmailHandler(w http.ResponseWriter, r *http.Request) error {
-	e, ns, err := a.visibleEmail(r, chi.URLParam(r, "emailId"))
-	if err != nil {
-		return err
-	}
-	if ns.OrgID != tenant.OrgFrom(r.Context()).ID {
-		return errReadOnly(ns.Name)
-	}
-	err = a.Searcher.DeleteEmail(r.Context(), e.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		return httpx.NotFound("email")
-	}
+	_, err := a.DeleteEmail(r.Context(), tenant.PrincipalFrom(r.Context()), DeleteRequest{EmailID: chi.URLParam(r, "emailId")})
 	if err != nil {
 		return err
 	}
@@ -109,17 +91,11 @@ func (a *API) DeleteEmailHandler(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// ClearInboxHandler answers DELETE /api/emails/{namespace}/inbox: 204 once
-// every email of the namespace is gone.
+// ClearInboxHandler answers DELETE /api/emails/{namespace}/inbox (ClearInbox):
+// 204 once every email of the namespace is gone.
 func (a *API) ClearInboxHandler(w http.ResponseWriter, r *http.Request) error {
-	ns, err := a.Tenants.NamespaceParam(r)
+	_, err := a.ClearInbox(r.Context(), tenant.PrincipalFrom(r.Context()), ClearRequest{Namespace: chi.URLParam(r, "namespace")})
 	if err != nil {
-		return err
-	}
-	if ns.OrgID != tenant.OrgFrom(r.Context()).ID {
-		return errReadOnly(ns.Name)
-	}
-	if _, err := a.Searcher.ClearNamespace(r.Context(), ns.ID); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -5,9 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/tenant"
 )
 
 // Share links (contract section 5): an encodedEmailId names one email and carries
@@ -85,9 +84,9 @@ type shareView struct {
 	ExpiresAt      string `json:"expires_at"`
 }
 
-// CreateShareHandler answers POST /api/emails/{emailId}/share: 201 with a link to
-// the email that any API key can read. expires_in (seconds, optional) defaults to
-// DefaultShareTTL; the link never outlives the email.
+// CreateShareHandler answers POST /api/emails/{emailId}/share (ShareEmail): 201
+// with a link to the email that any API key can read. expires_in (seconds,
+// optional) defaults to DefaultShareTTL; the link never outlives the email.
 func (a *API) CreateShareHandler(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		ExpiresIn *float64 `json:"expires_in"`
@@ -95,28 +94,12 @@ func (a *API) CreateShareHandler(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &body); err != nil {
 		return err
 	}
-	ttl := DefaultShareTTL
-	if body.ExpiresIn != nil {
-		v := *body.ExpiresIn
-		if v != math.Trunc(v) || v < 1 || v > MaxShareTTL.Seconds() {
-			return httpx.Invalid("expires_in", fmt.Sprintf("must be a whole number of seconds between 1 and %d", int64(MaxShareTTL.Seconds())))
-		}
-		ttl = time.Duration(v) * time.Second
-	}
-	e, _, err := a.visibleEmail(r, chi.URLParam(r, "emailId"))
-	if err != nil {
-		return err
-	}
-	exp := a.now().Add(ttl).Truncate(time.Second)
-	if end := time.UnixMilli(e.ExpiresMs).Truncate(time.Second); exp.After(end) {
-		exp = end
-	}
-	tok, err := a.ShareToken(e.ID, exp)
+	sh, err := a.ShareEmail(r.Context(), tenant.PrincipalFrom(r.Context()), ShareRequest{EmailID: chi.URLParam(r, "emailId"), ExpiresIn: body.ExpiresIn})
 	if err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"data": shareView{
-		EncodedEmailID: tok, URL: a.PublicURL() + "/api/share/email/" + url.PathEscape(tok), ExpiresAt: httpx.Time(exp)}})
+		EncodedEmailID: sh.EncodedEmailID, URL: sh.URL, ExpiresAt: httpx.Time(sh.ExpiresAt)}})
 	return nil
 }
 

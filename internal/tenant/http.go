@@ -82,7 +82,8 @@ func (s *Service) ListNamespacesHandler(w http.ResponseWriter, r *http.Request) 
 }
 
 // UpsertSettingsHandler answers POST /api/namespace/{namespace}/settings: create the
-// namespace or update its settings; 201 either way (contract section 5).
+// namespace or update its settings (SaveNamespaceFor); 201 either way (contract
+// section 5).
 func (s *Service) UpsertSettingsHandler(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		RetentionTime   *int            `json:"retention_time"`
@@ -104,21 +105,8 @@ func (s *Service) UpsertSettingsHandler(w http.ResponseWriter, r *http.Request) 
 		}
 		st.QuotaLimit = &n
 	}
-	if fe := s.Validate(st); fe != nil {
-		return fe
-	}
-	name := chi.URLParam(r, "namespace")
-	n, err := s.UpsertNamespace(r.Context(), OrgFrom(r.Context()).ID, name, st)
-	switch {
-	case errors.Is(err, ErrNamespaceName):
-		return &httpx.Error{Status: http.StatusBadRequest, Code: "invalid_namespace", Message: "namespace " + quoteName(name) + " is not valid: " + err.Error(),
-			Fields: []httpx.FieldError{{Field: "namespace", Detail: err.Error()}}}
-	case errors.Is(err, ErrReserved):
-		return &httpx.Error{Status: http.StatusBadRequest, Code: "namespace_reserved", Message: "namespace " + quoteName(name) + " is reserved",
-			Fields: []httpx.FieldError{{Field: "namespace", Detail: "is reserved (outbound, send and share are path words of the API)"}}}
-	case errors.Is(err, ErrNameTaken):
-		return httpx.Errorf(http.StatusConflict, "namespace_taken", "namespace %s belongs to another organisation", quoteName(name))
-	case err != nil:
+	n, err := s.SaveNamespaceFor(r.Context(), PrincipalFrom(r.Context()), NamespaceRequest{Name: chi.URLParam(r, "namespace"), Settings: st})
+	if err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusCreated, namespaceView(n, OrgFrom(r.Context()).ID))

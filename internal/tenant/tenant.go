@@ -311,11 +311,18 @@ type Key struct {
 // ListKeys lists the organisation's API keys, newest first; revoked ones too
 // when withRevoked.
 func (s *Service) ListKeys(ctx context.Context, orgID string, withRevoked bool) ([]Key, error) {
-	q := "SELECT id, label, created_at, last_used_at, revoked_at FROM api_keys WHERE org_id = ?"
+	where := "org_id = ?"
 	if !withRevoked {
-		q += " AND revoked_at IS NULL"
+		where += " AND revoked_at IS NULL"
 	}
-	rows, err := s.db.Query(ctx, q+" ORDER BY created_at DESC, id DESC", orgID)
+	return s.listKeys(ctx, where, orgID)
+}
+
+// listKeys lists the keys that where (a condition on api_keys) selects,
+// newest first.
+func (s *Service) listKeys(ctx context.Context, where string, args ...any) ([]Key, error) {
+	rows, err := s.db.Query(ctx, "SELECT id, label, created_at, last_used_at, revoked_at FROM api_keys WHERE "+where+
+		" ORDER BY created_at DESC, id DESC", args...)
 	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
@@ -340,18 +347,6 @@ func (s *Service) ListKeys(ctx context.Context, orgID string, withRevoked bool) 
 		out = append(out, k)
 	}
 	return out, rows.Err()
-}
-
-// RevokeOrgKey revokes one of the organisation's keys; another's is ErrNotFound.
-func (s *Service) RevokeOrgKey(ctx context.Context, orgID, id string) error {
-	res, err := s.db.Exec(ctx, "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND org_id = ? AND revoked_at IS NULL", store.NowMillis(), id, orgID)
-	if err != nil {
-		return fmt.Errorf("revoke API key: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("API key %s: %w", id, ErrNotFound)
-	}
-	return nil
 }
 
 const nsColumns = "id, org_id, name, retention_time, quota_limit, capture_raw_email, shared_org_id, created_at, updated_at"
@@ -428,15 +423,15 @@ type Settings struct {
 	CaptureRawEmail *bool
 }
 
-// Validate checks the settings' bounds; the error names the field at fault.
-func (s *Service) Validate(st Settings) *problem.FieldError {
+// checkSettings checks the settings' bounds: the Invalid error naming the
+// first field at fault (retention_time before quota_limit), nil when they
+// are within them.
+func (s *Service) checkSettings(st Settings) error {
 	if st.RetentionTime != nil && (*st.RetentionTime < MinRetention || *st.RetentionTime > s.retentionMax) {
-		return &problem.FieldError{Field: "retention_time",
-			Detail: fmt.Sprintf("must be between %d and %d seconds", MinRetention, s.retentionMax)}
+		return problem.Field("retention_time", fmt.Sprintf("must be between %d and %d seconds", MinRetention, s.retentionMax))
 	}
 	if st.QuotaLimit != nil && (*st.QuotaLimit < 1 || *st.QuotaLimit > MaxQuotaLimit) {
-		return &problem.FieldError{Field: "quota_limit",
-			Detail: fmt.Sprintf("must be between 1 and %d, or null for the server default", MaxQuotaLimit)}
+		return problem.Field("quota_limit", fmt.Sprintf("must be between 1 and %d, or null for the server default", MaxQuotaLimit))
 	}
 	return nil
 }
@@ -449,8 +444,8 @@ func (s *Service) UpsertNamespace(ctx context.Context, orgID, name string, st Se
 	if err != nil {
 		return Namespace{}, err
 	}
-	if fe := s.Validate(st); fe != nil {
-		return Namespace{}, fe
+	if err := s.checkSettings(st); err != nil {
+		return Namespace{}, err
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		n, err := s.NamespaceByName(ctx, name)
@@ -486,8 +481,8 @@ func (s *Service) CreateNamespace(ctx context.Context, orgID, name string, st Se
 	if err != nil {
 		return Namespace{}, err
 	}
-	if fe := s.Validate(st); fe != nil {
-		return Namespace{}, fe
+	if err := s.checkSettings(st); err != nil {
+		return Namespace{}, err
 	}
 	n, err := s.insertNamespace(ctx, orgID, name, st)
 	if store.IsUniqueViolation(err) {

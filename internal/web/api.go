@@ -63,7 +63,7 @@ func apiCall(r *http.Request, h httpx.Handler, method, target string, params map
 		if rec.Code >= 500 {
 			return fmt.Errorf("API %s %s answered %d", method, target, rec.Code)
 		}
-		return &pageError{rec.Code, msg}
+		return &httpx.Error{Status: rec.Code, Message: msg}
 	}
 	if out != nil && rec.Body.Len() > 0 {
 		return json.Unmarshal(rec.Body.Bytes(), out)

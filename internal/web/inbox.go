@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/catchbox/catchbox/internal/inbox"
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -64,7 +65,8 @@ func formInt(r *http.Request, field string) (*int, error) {
 }
 
 // CreateNamespaceHandler answers POST /inboxes: a new namespace of the
-// organisation.
+// organisation (tenant.CreateNamespaceFor), its name refused in the page's
+// words.
 func (d *Dashboard) CreateNamespaceHandler(w http.ResponseWriter, r *http.Request) error {
 	if err := parseForm(w, r); err != nil {
 		return err
@@ -74,15 +76,19 @@ func (d *Dashboard) CreateNamespaceHandler(w http.ResponseWriter, r *http.Reques
 		return err
 	}
 	name := strings.TrimSpace(r.PostForm.Get("namespace"))
-	n, err := d.Tenants.CreateNamespace(r.Context(), tenant.OrgFrom(r.Context()).ID, name, tenant.Settings{RetentionTime: ret})
+	n, err := d.Tenants.CreateNamespaceFor(r.Context(), tenant.PrincipalFrom(r.Context()),
+		tenant.NamespaceRequest{Name: name, Settings: tenant.Settings{RetentionTime: ret}})
+	var pe *problem.Error
 	switch {
-	case errors.Is(err, tenant.ErrNamespaceName):
-		return badRequest("The name %q is not valid: %v.", name, err)
-	case errors.Is(err, tenant.ErrReserved):
+	case !errors.As(err, &pe):
+	case pe.Code == "invalid_namespace":
+		return badRequest("The name %q is not valid: %v.", name, tenant.ErrNamespaceName)
+	case pe.Code == "namespace_reserved":
 		return badRequest("The name %q is reserved.", name)
-	case errors.Is(err, tenant.ErrNameTaken):
-		return &pageError{http.StatusConflict, fmt.Sprintf("The name %q is taken.", name)}
-	case err != nil:
+	case pe.Code == "namespace_taken":
+		return problem.Errorf(problem.Conflict, pe.Code, "The name %q is taken.", name)
+	}
+	if err != nil {
 		return err
 	}
 	return redirect(w, r, "/inboxes/"+n.Name, "Created inbox "+n.Name+".")
@@ -102,7 +108,7 @@ func (d *Dashboard) namespaceParam(r *http.Request) (tenant.Namespace, error) {
 func (d *Dashboard) ownNamespace(r *http.Request) (tenant.Namespace, error) {
 	n, err := d.namespaceParam(r)
 	if err == nil && n.OrgID != tenant.OrgFrom(r.Context()).ID {
-		return n, &pageError{http.StatusForbidden, "This inbox is shared with your organisation for reading only."}
+		return n, forbidden("namespace_read_only", "This inbox is shared with your organisation for reading only.")
 	}
 	return n, err
 }
@@ -139,7 +145,8 @@ func (d *Dashboard) settingsPage(w http.ResponseWriter, r *http.Request, n tenan
 	return d.render(w, r, "settings", data)
 }
 
-// UpdateSettingsHandler answers POST /inboxes/{namespace}/settings.
+// UpdateSettingsHandler answers POST /inboxes/{namespace}/settings
+// (tenant.UpdateNamespaceFor).
 func (d *Dashboard) UpdateSettingsHandler(w http.ResponseWriter, r *http.Request) error {
 	n, err := d.ownNamespace(r)
 	if err != nil {
@@ -158,10 +165,7 @@ func (d *Dashboard) UpdateSettingsHandler(w http.ResponseWriter, r *http.Request
 	st.ClearQuota = st.QuotaLimit == nil
 	capture := r.PostForm.Get("capture_raw_email") == "on"
 	st.CaptureRawEmail = &capture
-	if fe := d.Tenants.Validate(st); fe != nil {
-		return badRequest("%s %s.", fe.Field, fe.Detail)
-	}
-	if _, err := d.Tenants.UpsertNamespace(r.Context(), n.OrgID, n.Name, st); err != nil {
+	if _, err := d.Tenants.UpdateNamespaceFor(r.Context(), tenant.PrincipalFrom(r.Context()), tenant.NamespaceRequest{Name: n.Name, Settings: st}); err != nil {
 		return err
 	}
 	return redirect(w, r, "/inboxes/"+n.Name+"/settings", "Settings saved.")
@@ -321,17 +325,17 @@ func (d *Dashboard) RowsHandler(w http.ResponseWriter, r *http.Request) error {
 	return d.fragment(w, r, "rows", data)
 }
 
-// ClearHandler answers POST /inboxes/{namespace}/clear.
+// ClearHandler answers POST /inboxes/{namespace}/clear (inbox.ClearInbox).
 func (d *Dashboard) ClearHandler(w http.ResponseWriter, r *http.Request) error {
 	n, err := d.ownNamespace(r)
 	if err != nil {
 		return err
 	}
-	c, err := d.Inbox.Searcher.ClearNamespace(r.Context(), n.ID)
+	c, err := d.Inbox.ClearInbox(r.Context(), tenant.PrincipalFrom(r.Context()), inbox.ClearRequest{Namespace: n.Name})
 	if err != nil {
 		return err
 	}
-	return redirect(w, r, "/inboxes/"+n.Name, fmt.Sprintf("Deleted %d emails.", c))
+	return redirect(w, r, "/inboxes/"+n.Name, fmt.Sprintf("Deleted %d emails.", c.Deleted))
 }
 
 // visibleEmail is the {emailId} the user's organisation may read, and its namespace.
@@ -473,37 +477,36 @@ var cidRE = regexp.MustCompile(`(?i)src\s*=\s*["']cid:[^"']*["']`)
 // parts are listed as attachments.
 func cidToNothing(s string) string { return cidRE.ReplaceAllString(s, `src=""`) }
 
-// DeleteEmailHandler answers POST /emails/{emailId}/delete.
+// DeleteEmailHandler answers POST /emails/{emailId}/delete (inbox.DeleteEmail).
 func (d *Dashboard) DeleteEmailHandler(w http.ResponseWriter, r *http.Request) error {
 	e, n, err := d.visibleEmail(r)
 	if err != nil {
 		return err
 	}
 	if n.OrgID != tenant.OrgFrom(r.Context()).ID {
-		return &pageError{http.StatusForbidden, "This inbox is shared with your organisation for reading only."}
+		return forbidden("namespace_read_only", "This inbox is shared with your organisation for reading only.")
 	}
-	if err := d.Inbox.Searcher.DeleteEmail(r.Context(), e.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
+	_, err = d.Inbox.DeleteEmail(r.Context(), tenant.PrincipalFrom(r.Context()), inbox.DeleteRequest{EmailID: e.ID})
+	var pe *problem.Error
+	if err != nil && !(errors.As(err, &pe) && pe.Kind == problem.NotFound) {
+		return err // gone already (deleted in another tab) is what the user asked for
 	}
 	return redirect(w, r, "/inboxes/"+n.Name, "Email deleted.")
 }
 
-// ShareHandler answers POST /emails/{emailId}/share: a share link valid for
-// seven days (the API's default), shown on the email page.
+// ShareHandler answers POST /emails/{emailId}/share (inbox.ShareEmail): a
+// share link valid for seven days (the API's default), shown on the email
+// page.
 func (d *Dashboard) ShareHandler(w http.ResponseWriter, r *http.Request) error {
 	e, _, err := d.visibleEmail(r)
 	if err != nil {
 		return err
 	}
-	exp := d.now().Add(inbox.DefaultShareTTL).Truncate(time.Second)
-	if end := time.UnixMilli(e.ExpiresMs).Truncate(time.Second); exp.After(end) {
-		exp = end
-	}
-	tok, err := d.Inbox.ShareToken(e.ID, exp)
+	sh, err := d.Inbox.ShareEmail(r.Context(), tenant.PrincipalFrom(r.Context()), inbox.ShareRequest{EmailID: e.ID})
 	if err != nil {
 		return err
 	}
-	d.setNote(w, r, note{Message: "Share link created.", Share: d.PublicURL() + "/api/share/email/" + tok, EmailID: e.ID})
+	d.setNote(w, r, note{Message: "Share link created.", Share: sh.URL, EmailID: e.ID})
 	http.Redirect(w, r, "/emails/"+e.ID, http.StatusSeeOther)
 	return nil
 }

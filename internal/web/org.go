@@ -1,17 +1,12 @@
 package web
 
 import (
-	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catchbox/catchbox/internal/tenant"
 )
-
-// maxKeyLabel bounds an API key's label.
-const maxKeyLabel = 200
 
 // OrganisationHandler answers GET /organisation: API keys, members and this
 // month's outbound usage; and, once, the key just created (CreateKeyHandler).
@@ -34,33 +29,28 @@ func (d *Dashboard) OrganisationHandler(w http.ResponseWriter, r *http.Request) 
 		"Keys": keys, "Members": members, "Usage": usage, "NewKey": n.Key, "NewKeyID": n.KeyID})
 }
 
-// CreateKeyHandler answers POST /organisation/keys: a new API key, then a
-// redirect to the organisation page, which shows it this once (a one-shot
-// note bound to the session; never put in a URL, where history would keep
-// it). A reload of that page creates nothing and no longer shows the key.
+// CreateKeyHandler answers POST /organisation/keys: a new API key
+// (tenant.CreateKeyFor), then a redirect to the organisation page, which
+// shows it this once (a one-shot note bound to the session; never put in a
+// URL, where history would keep it). A reload of that page creates nothing
+// and no longer shows the key.
 func (d *Dashboard) CreateKeyHandler(w http.ResponseWriter, r *http.Request) error {
 	if err := parseForm(w, r); err != nil {
 		return err
 	}
-	label := strings.TrimSpace(r.PostForm.Get("label"))
-	if len(label) > maxKeyLabel {
-		return badRequest("label must be at most %d characters.", maxKeyLabel)
-	}
-	id, key, err := d.Tenants.CreateKey(r.Context(), tenant.OrgFrom(r.Context()).ID, label, "")
+	k, err := d.Tenants.CreateKeyFor(r.Context(), tenant.PrincipalFrom(r.Context()), tenant.CreateKeyRequest{Label: r.PostForm.Get("label")})
 	if err != nil {
 		return err
 	}
-	d.setNote(w, r, note{Key: key, KeyID: id})
+	d.setNote(w, r, note{Key: k.Key, KeyID: k.ID})
 	http.Redirect(w, r, "/organisation", http.StatusSeeOther)
 	return nil
 }
 
-// RevokeKeyHandler answers POST /organisation/keys/{keyId}/revoke.
+// RevokeKeyHandler answers POST /organisation/keys/{keyId}/revoke
+// (tenant.RevokeKeyFor).
 func (d *Dashboard) RevokeKeyHandler(w http.ResponseWriter, r *http.Request) error {
-	err := d.Tenants.RevokeOrgKey(r.Context(), tenant.OrgFrom(r.Context()).ID, chi.URLParam(r, "keyId"))
-	if errors.Is(err, tenant.ErrNotFound) {
-		return notFound("API key")
-	}
+	_, err := d.Tenants.RevokeKeyFor(r.Context(), tenant.PrincipalFrom(r.Context()), tenant.RevokeKeyRequest{ID: chi.URLParam(r, "keyId")})
 	if err != nil {
 		return err
 	}

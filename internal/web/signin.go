@@ -130,7 +130,7 @@ func (d *Dashboard) SwitchOrgHandler(w http.ResponseWriter, r *http.Request) err
 	}
 	o, ok := tenant.PrincipalFrom(r.Context()).Member(r.PostForm.Get("org"))
 	if !ok {
-		return &pageError{http.StatusForbidden, "You are not a member of that organisation."}
+		return forbidden("organisation_forbidden", "You are not a member of that organisation.")
 	}
 	http.SetCookie(w, &http.Cookie{Name: orgCookie, Value: o.ID, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
 		Secure: d.Sessions.Secure || r.TLS != nil})

@@ -34,6 +34,7 @@ import (
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/preview"
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -109,22 +110,25 @@ func (d *Dashboard) now() time.Time {
 	return time.Now()
 }
 
-// Handler is a page handler: an error it returns is shown as an error page
-// with the status the error carries (httpx.Error), never internals.
+// Handler is a page handler. An error it returns is shown as an error page:
+// a *problem.Error (what the operations and the pages' own checks return)
+// with its kind's status and its message; any other error as a 500 with the
+// request id only, never internals.
 type Handler func(w http.ResponseWriter, r *http.Request) error
 
-// pageError is an error shown to the user as it is, with a status.
-type pageError struct {
-	status int
-	msg    string
-}
+// notFound is the page of a thing the user's organisation cannot see (404):
+// "Inbox not found".
+func notFound(what string) error { return problem.NotFoundf(what) }
 
-func (e *pageError) Error() string { return e.msg }
-
-func notFound(what string) error { return &pageError{http.StatusNotFound, what + " not found"} }
+// badRequest is a form or address the page cannot use (400), its text shown
+// as written.
 func badRequest(format string, args ...any) error {
-	return &pageError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+	return problem.Errorf(problem.Invalid, "invalid_form", format, args...)
 }
+
+// forbidden is an action the user may not take (403), its text shown as
+// written; code is the API's code for the same refusal.
+func forbidden(code, msg string) error { return problem.Errorf(problem.Forbidden, code, "%s", msg) }
 
 // Static serves the stylesheet and script, cached for a day.
 func (d *Dashboard) Static() http.Handler {
@@ -164,13 +168,10 @@ func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status, msg := http.StatusInternalServerError, "Something went wrong on our side. Request id: "+httpx.RequestID(r.Context())
-	var pe *pageError
 	he := httpx.AsError(err)
 	switch {
-	case errors.As(err, &pe):
-		status, msg = pe.status, pe.msg
 	case he != nil && he.Status < 500:
-		status, msg = he.Status, he.Message
+		status, msg = he.Status, pageMessage(he)
 	case errors.Is(err, tenant.ErrNotFound):
 		status, msg = http.StatusNotFound, "Not found"
 	default:
@@ -182,6 +183,16 @@ func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d := pagesOf(r); d != nil {
 		d.render(w, r, "error", map[string]any{"Title": http.StatusText(status), "Status": status, "StatusText": http.StatusText(status), "Message": msg})
 	}
+}
+
+// pageMessage is what the error page says of a refusal: its message, a
+// sentence with its full stop when it names invalid fields ("retention_time
+// must be between 60 and 86400 seconds.").
+func pageMessage(he *httpx.Error) string {
+	if len(he.Fields) > 0 && !strings.HasSuffix(he.Message, ".") {
+		return he.Message + "."
+	}
+	return he.Message
 }
 
 // view is what every page's template sees besides its own data.
@@ -262,7 +273,7 @@ func (d *Dashboard) Protect(next http.Handler) http.Handler {
 		r = r.WithContext(contextWith(r, d))
 		if err := d.Sessions.CrossOrigin.Check(r); err != nil {
 			Handler(func(http.ResponseWriter, *http.Request) error {
-				return &pageError{http.StatusForbidden, "This form was sent from another site and was refused."}
+				return forbidden("cross_origin_request", "This form was sent from another site and was refused.")
 			}).ServeHTTP(w, r)
 			return
 		}

@@ -117,7 +117,7 @@ func (s *Service) scanEndpoint(row interface{ Scan(...any) error }) (Endpoint, e
 
 // Create adds an endpoint to the organisation and returns it with its
 // secret, the only time the secret is shown. The spec must have been checked
-// (Check).
+// (CreateEndpoint checks it).
 func (s *Service) Create(ctx context.Context, orgID string, spec Spec) (Endpoint, error) {
 	now := s.now()
 	e := Endpoint{ID: tenant.NewID(), OrgID: orgID, URL: *spec.URL, EventTypes: spec.EventTypes, Enabled: true,

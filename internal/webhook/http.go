@@ -1,16 +1,11 @@
 package webhook
 
 import (
-	"context"
 	"errors"
 	"net/http"
-	"net/url"
-	"slices"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/catchbox/catchbox/internal/egress"
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -49,138 +44,16 @@ func View(e Endpoint, withSecret bool) EndpointJSON {
 	return v
 }
 
-// Input is the body of create and update.
-type Input struct {
-	URL         *string   `json:"url"`
-	EventTypes  *[]string `json:"event_types"`
-	Namespace   *string   `json:"namespace"`
-	Description *string   `json:"description"`
-	Enabled     *bool     `json:"enabled"`
-}
-
-// Check validates a request's fields into a Spec, naming every bad field;
-// creating requires url. The namespace, when named, must be visible to the
-// organisation.
-func (s *Service) Check(ctx context.Context, orgID string, in Input, creating bool) (Spec, error) {
-	var f httpx.Fields
-	var spec Spec
-	switch {
-	case in.URL == nil && creating:
-		f.Add("url", "is required")
-	case in.URL != nil:
-		u, err := s.checkURL(ctx, strings.TrimSpace(*in.URL))
-		if err != nil {
-			code := ""
-			if egress.Refused(err) != nil {
-				code = "webhook_url_private"
-			}
-			f = append(f, httpx.FieldError{Field: "url", Detail: err.Error(), Code: code})
-		}
-		spec.URL = &u
-	}
-	if in.EventTypes != nil {
-		types, detail := checkTypes(*in.EventTypes)
-		if detail != "" {
-			f.Add("event_types", detail)
-		}
-		spec.EventTypes = types
-	}
-	if in.Namespace != nil {
-		ns := strings.ToLower(strings.TrimSpace(*in.Namespace))
-		if ns != "" && s.tenants != nil {
-			if _, err := s.tenants.VisibleNamespace(ctx, orgID, ns); err != nil {
-				if !errors.Is(err, tenant.ErrNotFound) {
-					return Spec{}, err
-				}
-				f.Add("namespace", "is not a namespace of the organisation")
-			}
-		}
-		spec.Namespace = &ns
-	}
-	if in.Description != nil {
-		if len(*in.Description) > MaxDescriptionBytes {
-			f.Add("description", "must be at most 500 bytes")
-		}
-		spec.Description = in.Description
-	}
-	spec.Enabled = in.Enabled
-	if err := f.Err(); err != nil {
-		return Spec{}, err
-	}
-	return spec, nil
-}
-
-// checkURL returns the URL as stored, or what is wrong with it: it must be
-// an absolute http or https URL without credentials or fragment, at most
-// MaxURLBytes, and pass the outgoing-fetch rule (egress.Guard.CheckURL: unless
-// private targets are allowed, its host must be public and resolve to public
-// addresses only; an IPv4 address in an older spelling is stored as four
-// decimal numbers). Every connection is checked again.
-func (s *Service) checkURL(ctx context.Context, raw string) (string, error) {
-	if raw == "" {
-		return "", errors.New("is required")
-	}
-	if len(raw) > MaxURLBytes {
-		return "", errors.New("must be at most 2048 bytes")
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
-		return "", errors.New("must be an absolute http or https URL")
-	}
-	if u.User != nil {
-		return "", errors.New("must not carry a user name or password")
-	}
-	if u.Fragment != "" {
-		return "", errors.New("must not have a fragment")
-	}
-	if err := s.guard.CheckURL(ctx, u); err != nil {
-		return "", err
-	}
-	return u.String(), nil
-}
-
-func checkTypes(types []string) ([]string, string) {
-	if len(types) == 0 {
-		return nil, "must name at least one event type"
-	}
-	var out []string
-	for _, t := range types {
-		if !slices.Contains(EventTypes, t) {
-			return nil, "must be among " + strings.Join(EventTypes, ", ") + ` (got "` + t + `")`
-		}
-		if !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out, ""
-}
-
-// errorOf turns the package's errors into the contract's.
-func errorOf(err error) error {
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return httpx.NotFound("webhook endpoint")
-	case errors.Is(err, ErrLimitReached):
-		return httpx.Errorf(http.StatusForbidden, "webhook_limit_reached", "%s", err.Error())
-	}
-	return err
-}
-
-// CreateHandler answers POST /api/webhooks: 201 with the endpoint and its
-// secret, shown this once.
+// CreateHandler answers POST /api/webhooks (CreateEndpoint): 201 with the
+// endpoint and its secret, shown this once.
 func (s *Service) CreateHandler(w http.ResponseWriter, r *http.Request) error {
 	var in Input
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	org := tenant.OrgFrom(r.Context())
-	spec, err := s.Check(r.Context(), org.ID, in, true)
+	e, err := s.CreateEndpoint(r.Context(), tenant.PrincipalFrom(r.Context()), in)
 	if err != nil {
 		return err
-	}
-	e, err := s.Create(r.Context(), org.ID, spec)
-	if err != nil {
-		return errorOf(err)
 	}
 	w.Header().Set("Location", "/api/webhooks/"+e.ID)
 	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"data": View(e, true)})
@@ -204,8 +77,7 @@ func (s *Service) ListHandler(w http.ResponseWriter, r *http.Request) error {
 // endpoint returns the request's endpoint ({webhookId}) if the key's
 // organisation owns it.
 func (s *Service) endpoint(r *http.Request) (Endpoint, error) {
-	e, err := s.Get(r.Context(), tenant.OrgFrom(r.Context()).ID, chi.URLParam(r, "webhookId"))
-	return e, errorOf(err)
+	return s.ownEndpoint(r.Context(), tenant.PrincipalFrom(r.Context()), chi.URLParam(r, "webhookId"))
 }
 
 // GetHandler answers GET /api/webhooks/{webhookId}.
@@ -218,50 +90,37 @@ func (s *Service) GetHandler(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// UpdateHandler answers PATCH /api/webhooks/{webhookId}: the fields given
-// change, the others stay.
+// UpdateHandler answers PATCH /api/webhooks/{webhookId} (UpdateEndpoint):
+// the fields given change, the others stay.
 func (s *Service) UpdateHandler(w http.ResponseWriter, r *http.Request) error {
 	var in Input
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	e, err := s.endpoint(r)
+	e, err := s.UpdateEndpoint(r.Context(), tenant.PrincipalFrom(r.Context()), UpdateRequest{ID: chi.URLParam(r, "webhookId"), Input: in})
 	if err != nil {
 		return err
-	}
-	spec, err := s.Check(r.Context(), e.OrgID, in, false)
-	if err != nil {
-		return err
-	}
-	if e, err = s.Update(r.Context(), e.OrgID, e.ID, spec); err != nil {
-		return errorOf(err)
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"data": View(e, false)})
 	return nil
 }
 
-// DeleteHandler answers DELETE /api/webhooks/{webhookId}: 204.
+// DeleteHandler answers DELETE /api/webhooks/{webhookId} (DeleteEndpoint): 204.
 func (s *Service) DeleteHandler(w http.ResponseWriter, r *http.Request) error {
-	e, err := s.endpoint(r)
-	if err != nil {
+	if err := s.DeleteEndpoint(r.Context(), tenant.PrincipalFrom(r.Context()), EndpointRequest{ID: chi.URLParam(r, "webhookId")}); err != nil {
 		return err
-	}
-	if err := s.Delete(r.Context(), e.OrgID, e.ID); err != nil {
-		return errorOf(err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// RotateSecretHandler answers POST /api/webhooks/{webhookId}/rotate-secret:
-// 200 with the endpoint and its new secret, shown this once.
+// RotateSecretHandler answers POST /api/webhooks/{webhookId}/rotate-secret
+// (RotateEndpointSecret): 200 with the endpoint and its new secret, shown
+// this once.
 func (s *Service) RotateSecretHandler(w http.ResponseWriter, r *http.Request) error {
-	e, err := s.endpoint(r)
+	e, err := s.RotateEndpointSecret(r.Context(), tenant.PrincipalFrom(r.Context()), EndpointRequest{ID: chi.URLParam(r, "webhookId")})
 	if err != nil {
 		return err
-	}
-	if e, err = s.RotateSecret(r.Context(), e.OrgID, e.ID); err != nil {
-		return errorOf(err)
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"data": View(e, true)})
 	return nil
@@ -331,7 +190,7 @@ func (s *Service) TestHandler(w http.ResponseWriter, r *http.Request) error {
 func (s *Service) writeDelivery(w http.ResponseWriter, r *http.Request, endpointID, id string) error {
 	d, err := s.Delivery(r.Context(), endpointID, id)
 	if err != nil {
-		return errorOf(err)
+		return problemOf(err)
 	}
 	w.Header().Set("Location", "/api/webhooks/"+endpointID+"/deliveries?limit=1")
 	httpx.WriteJSON(w, http.StatusAccepted, map[string]any{"data": d})
