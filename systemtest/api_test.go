@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -308,4 +310,54 @@ func checkIntegrity(t *testing.T, dbURL string) integrity {
 		t.Fatalf("list emails: %v", err)
 	}
 	return res
+}
+
+// metric reads the server's GET /metrics and returns the sum of the samples of
+// the family name whose labels include labels (none: every sample); a family
+// with no such sample yet is 0.
+func metric(t *testing.T, ctx context.Context, base, name string, labels map[string]string) float64 {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", res.StatusCode, err)
+	}
+	var sum float64
+	for line := range strings.Lines(string(body)) {
+		series, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || strings.HasPrefix(series, "#") {
+			continue
+		}
+		family, set, _ := strings.Cut(strings.TrimSuffix(series, "}"), "{")
+		if family != name {
+			continue
+		}
+		have := map[string]string{}
+		for pair := range strings.SplitSeq(set, ",") {
+			if k, v, ok := strings.Cut(pair, "="); ok {
+				have[k], _ = strconv.Unquote(v)
+			}
+		}
+		match := true
+		for k, v := range labels {
+			match = match && have[k] == v
+		}
+		if !match {
+			continue
+		}
+		f, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatalf("/metrics: %q: %v", line, err)
+		}
+		sum += f
+	}
+	return sum
 }

@@ -48,7 +48,10 @@ func TestPostgresRestart(t *testing.T) {
 		r, err := search(ctx, srv.HTTP, url.Values{"subject_includes": {waitMsg.Subject}, "wait": {"true"}})
 		waitDone <- answer{r, err, time.Now()}
 	}()
-	time.Sleep(200 * time.Millisecond)
+	testkit.Await(t, "the wait held before the outage", func() (float64, bool) {
+		n := metric(t, ctx, srv.HTTP, "catchbox_held_waits", nil)
+		return n, n > 0
+	})
 
 	downAt := time.Now()
 	pg.stopImmediate()

@@ -110,8 +110,19 @@ func TestReplicas(t *testing.T) {
 		}
 		const n = 60
 		insertExpired(t, ctx, db, "held", n)
-		// At 100ms, each replica tries to reap more than ten times meanwhile.
-		time.Sleep(1500 * time.Millisecond)
+		// Each replica must be seen trying to reap while the rows are there:
+		// two more turns that found the lock held, the second begun after
+		// the rows were in (the first may have been under way).
+		for _, s := range []*server{a, b} {
+			skipped := func() float64 {
+				return metric(t, ctx, s.HTTP, "catchbox_periodic_turns_total", map[string]string{"task": "reaper", "result": "skipped"})
+			}
+			from := skipped()
+			testkit.Await(t, s.name+"'s reaper to try twice more while the lock is held", func() (string, bool) {
+				now := skipped()
+				return fmt.Sprintf("%v turns skipped, from %v", now, from), now >= from+2
+			})
+		}
 		if left := countExpired(t, ctx, db, "held"); left != n {
 			t.Fatalf("%d of %d expired emails deleted while the reaper's lock was held elsewhere", n-left, n)
 		}
@@ -183,6 +194,7 @@ func heldWaitAnswered(t *testing.T, ctx context.Context, waiter, sender *server,
 		err error
 		at  time.Time
 	}
+	held := metric(t, ctx, waiter.HTTP, "catchbox_held_waits", nil)
 	done := make(chan answer, 1)
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
@@ -192,11 +204,17 @@ func heldWaitAnswered(t *testing.T, ctx context.Context, waiter, sender *server,
 		r, err := heldSearch(wctx, waiter.HTTP, url.Values{"subject_includes": {m.Subject}, "wait": {"true"}})
 		done <- answer{r, err, time.Now()}
 	}()
-	select {
-	case a := <-done:
-		t.Fatalf("the wait for %s returned before the mail was sent: %+v, %v", m.Token, a.res, a.err)
-	case <-time.After(200 * time.Millisecond):
-	}
+	// The mail is sent once the search is held (its first look found
+	// nothing), so that only a wake-up can answer it.
+	testkit.Await(t, "the wait for "+m.Token+" held on "+waiter.name, func() (float64, bool) {
+		select {
+		case a := <-done:
+			t.Fatalf("the wait for %s returned before the mail was sent: %+v, %v", m.Token, a.res, a.err)
+		default:
+		}
+		n := metric(t, ctx, waiter.HTTP, "catchbox_held_waits", nil)
+		return n, n > held
+	})
 	sendOne(t, sender.SMTP, m)
 	sent := time.Now()
 	a := <-done

@@ -183,7 +183,7 @@ func putBlobs(ctx context.Context, tx *store.Tx, blobs map[string]*blob) error {
 				break // SQLite has one writer: a blob that exists stays until we commit
 			}
 			var got string
-			err = tx.QueryRow(ctx, "SELECT hash FROM blobs WHERE hash = ? FOR KEY SHARE", b.hash).Scan(&got)
+			err = tx.QueryRow(ctx, "SELECT hash FROM blobs WHERE hash = ?"+tx.ForKeyShare(), b.hash).Scan(&got)
 			if err == nil {
 				break
 			}

@@ -26,7 +26,7 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 		// then finds them gone and leaves them, instead of taking them off the
 		// namespace's count a second time.
 		var err error
-		if seqs, ids, err = selectEmails(ctx, tx, "SELECT seq, id FROM emails WHERE seq IN "+in+" ORDER BY seq FOR UPDATE", seqs...); err != nil {
+		if seqs, ids, err = selectEmails(ctx, tx, "SELECT seq, id FROM emails WHERE seq IN "+in+" ORDER BY seq"+tx.ForUpdate(), seqs...); err != nil {
 			return fmt.Errorf("lock emails to delete: %w", err)
 		}
 		if len(ids) == 0 {
@@ -46,23 +46,19 @@ func deleteEmails(ctx context.Context, tx *store.Tx, seqs, ids []any) error {
 	if err := subtractCounts(ctx, tx, seqs); err != nil {
 		return err
 	}
-	if tx.ConcurrentWriters() {
-		// Lock what may become unreferenced, in a fixed order, so that two
-		// transactions deleting emails that share a blob or a raw source (one
-		// delivery to several namespaces) see each other's deletions instead of
-		// each keeping it for the other.
-		if err := eachChunk(hashes, func(part []any) error {
-			_, err := tx.Exec(ctx, "SELECT hash FROM blobs WHERE hash IN "+store.Placeholders(len(part))+" ORDER BY hash FOR UPDATE", part...)
-			return err
-		}); err != nil {
-			return fmt.Errorf("lock blobs of deleted emails: %w", err)
-		}
-		if err := eachChunk(rawIDs, func(part []any) error {
-			_, err := tx.Exec(ctx, "SELECT id FROM raw_sources WHERE id IN "+store.Placeholders(len(part))+" ORDER BY id FOR UPDATE", part...)
-			return err
-		}); err != nil {
-			return fmt.Errorf("lock raw sources of deleted emails: %w", err)
-		}
+	// Lock what may become unreferenced, in a fixed order, so that two
+	// transactions deleting emails that share a blob or a raw source (one
+	// delivery to several namespaces) see each other's deletions instead of
+	// each keeping it for the other.
+	if err := eachChunk(hashes, func(part []any) error {
+		return tx.LockRows(ctx, "SELECT hash FROM blobs WHERE hash IN "+store.Placeholders(len(part))+" ORDER BY hash", part...)
+	}); err != nil {
+		return fmt.Errorf("lock blobs of deleted emails: %w", err)
+	}
+	if err := eachChunk(rawIDs, func(part []any) error {
+		return tx.LockRows(ctx, "SELECT id FROM raw_sources WHERE id IN "+store.Placeholders(len(part))+" ORDER BY id", part...)
+	}); err != nil {
+		return fmt.Errorf("lock raw sources of deleted emails: %w", err)
 	}
 	for _, q := range []struct {
 		sql  string
@@ -233,7 +229,7 @@ func enforceQuotas(ctx context.Context, tx *store.Tx, nsIDs []string, nowMs int6
 	for _, q := range quotas {
 		if tx.ConcurrentWriters() {
 			var limit *int64
-			if err := tx.QueryRow(ctx, "SELECT quota_limit FROM namespaces WHERE id = ? FOR NO KEY UPDATE", q.nsID).Scan(&limit); err != nil {
+			if err := tx.QueryRow(ctx, "SELECT quota_limit FROM namespaces WHERE id = ?"+tx.ForNoKeyUpdate(), q.nsID).Scan(&limit); err != nil {
 				return fmt.Errorf("lock namespace for its quota: %w", err)
 			}
 			if limit != nil {

@@ -196,7 +196,7 @@ func (q *Queue) Start(ctx context.Context) error {
 	q.claimLoops.Add(1)
 	go func() {
 		defer q.claimLoops.Done()
-		q.db.Every(loopCtx, "jobs-prune", q.opts.PruneInterval, q.prune)
+		q.db.Every(loopCtx, "jobs-prune", q.opts.PruneInterval, q.prune, metrics.PeriodicTurn("jobs-prune"))
 	}()
 	go q.renewLoop(beatCtx)
 	return nil

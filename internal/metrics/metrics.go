@@ -97,11 +97,15 @@ var (
 		Name: "catchbox_job_attempts_total",
 		Help: "Attempts of background jobs, by kind and what they led to: done, retry, dead.",
 	}, []string{"kind", "outcome"})
+	periodicTurns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "catchbox_periodic_turns_total",
+		Help: "Turns of the periodic tasks (reapers, prunes) on this replica, by task and how they ended: ran, skipped (another replica held the task), failed.",
+	}, []string{"task", "result"})
 )
 
 func init() {
 	Registry.MustRegister(httpRequests, httpDuration, smtpSessions, smtpMessages, smtpFaults,
-		ingestBatch, ingestCommit, ingestSync, heldWaits, wakeLatency, holdOutcomes, jobOutcomes, authAttempts,
+		ingestBatch, ingestCommit, ingestSync, heldWaits, wakeLatency, holdOutcomes, jobOutcomes, periodicTurns, authAttempts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
@@ -176,6 +180,25 @@ func WakeUp(d time.Duration) {
 func JobAttempt(kind, outcome string) {
 	if on.Load() {
 		jobOutcomes.WithLabelValues(kind, outcome).Inc()
+	}
+}
+
+// PeriodicTurn returns what records the turns of the periodic task (the
+// turned argument of store.DB.Every): ran, skipped when another replica held
+// the task, or failed (a failure or a panic).
+func PeriodicTurn(task string) func(ran bool, err error) {
+	return func(ran bool, err error) {
+		if !on.Load() {
+			return
+		}
+		result := "ran"
+		switch {
+		case err != nil:
+			result = "failed"
+		case !ran:
+			result = "skipped"
+		}
+		periodicTurns.WithLabelValues(task, result).Inc()
 	}
 }
 

@@ -538,10 +538,10 @@ func (s *Service) runJobs(ctx context.Context) error {
 }
 
 // every is a periodic job as a worker: run now and every ReaperInterval, by one
-// replica at a time (store.DB.Every).
+// replica at a time (store.DB.Every), its turns counted on /metrics.
 func (s *Service) every(job string, fn func(context.Context) error) Worker {
 	return Worker{Name: job, Run: func(ctx context.Context) error {
-		s.DB.Every(ctx, job, s.Config.ReaperInterval, fn)
+		s.DB.Every(ctx, job, s.Config.ReaperInterval, fn, metrics.PeriodicTurn(job))
 		return nil
 	}}
 }

@@ -52,6 +52,29 @@ func (db *DB) forUpdate() string {
 	return ""
 }
 
+// ForNoKeyUpdate is the locking clause of a SELECT that reads a row in order
+// to change columns other than its key: " FOR NO KEY UPDATE" where writers run
+// at once, "" on SQLite. Unlike ForUpdate it does not wait for the ForKeyShare
+// locks that inserting rows which refer to it takes (a namespace's row while
+// its emails are stored).
+func (t *Tx) ForNoKeyUpdate() string {
+	if t.ConcurrentWriters() {
+		return " FOR NO KEY UPDATE"
+	}
+	return ""
+}
+
+// ForKeyShare is the locking clause of a SELECT that keeps a row from being
+// deleted (or its key changed) until the transaction ends, while others may
+// still read it and change its other columns: " FOR KEY SHARE" where writers
+// run at once, "" on SQLite.
+func (t *Tx) ForKeyShare() string {
+	if t.ConcurrentWriters() {
+		return " FOR KEY SHARE"
+	}
+	return ""
+}
+
 // ForUpdateSkipLocked is the locking clause of a SELECT that claims work: the
 // rows it picks are locked and those another transaction holds are skipped
 // (" FOR UPDATE SKIP LOCKED"); "" on SQLite.
@@ -73,6 +96,18 @@ func (t *Tx) LockRow(ctx context.Context, q string, args ...any) error {
 	}
 	var v any
 	return t.QueryRow(ctx, q+" FOR UPDATE", args...).Scan(&v)
+}
+
+// LockRows locks every row that the SELECT q returns, in q's order, until the
+// transaction ends, where writers run at once; on SQLite it does nothing. No
+// row is no error. Rows locked in one order by every transaction that takes
+// several of them cannot deadlock: q should end with an ORDER BY.
+func (t *Tx) LockRows(ctx context.Context, q string, args ...any) error {
+	if !t.ConcurrentWriters() {
+		return nil
+	}
+	_, err := t.Exec(ctx, q+" FOR UPDATE", args...)
+	return err
 }
 
 // InTxNotDurable runs fn in a write transaction whose loss in a crash of the

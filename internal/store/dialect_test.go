@@ -130,6 +130,91 @@ func TestLockRow(t *testing.T) {
 	})
 }
 
+// LockRows holds every row its query returns against other writers until the
+// transaction ends, where writers run at once; no row is no error. SQLite's
+// one writer needs no lock.
+func TestLockRows(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		insertOrgs(t, db, "one", "two", "three")
+		ctx := context.Background()
+		const q = "SELECT id FROM orgs WHERE id IN (?, ?) ORDER BY id"
+		if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.LockRows(ctx, q, "none", "nothing") }); err != nil {
+			t.Fatalf("LockRows of no row: %v", err)
+		}
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			if err := tx.LockRows(ctx, q, "oa", "ob"); err != nil {
+				return err
+			}
+			if !db.ConcurrentWriters() {
+				return nil // a second writer would wait for this one
+			}
+			// Another transaction can take neither row while this one holds
+			// them, and can take the row it did not lock.
+			for _, id := range []string{"oa", "ob"} {
+				if lockWithin(ctx, db, 300*time.Millisecond, "SELECT id FROM orgs WHERE id = ?", id) == nil {
+					t.Errorf("a second transaction locked row %s that LockRows holds", id)
+				}
+			}
+			if err := lockWithin(ctx, db, time.Minute, "SELECT id FROM orgs WHERE id = ?", "oc"); err != nil {
+				t.Errorf("a row LockRows did not take: %v", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.LockRows(ctx, q, "oa", "ob") }); err != nil {
+			t.Fatalf("LockRows after the holder ended: %v", err)
+		}
+	})
+}
+
+// lockWithin locks the row q returns in a transaction of its own, given d to
+// do it, and returns what that transaction returned.
+func lockWithin(ctx context.Context, db *store.DB, d time.Duration, q string, args ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return db.InTx(ctx, func(tx *store.Tx) error { return tx.LockRow(ctx, q, args...) })
+}
+
+// A row held ForKeyShare (as a namespace's row is while its emails are
+// stored) can still be taken ForNoKeyUpdate by another writer, and not
+// ForUpdate; both clauses are nothing on SQLite, where the queries run as
+// they are.
+func TestKeyShareAndNoKeyUpdate(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		insertOrgs(t, db, "one")
+		ctx := context.Background()
+		read := func(ctx context.Context, tx *store.Tx, clause string) error {
+			var name string
+			return tx.QueryRow(ctx, "SELECT name FROM orgs WHERE id = ?"+clause, "oa").Scan(&name)
+		}
+		err := db.InTx(ctx, func(tx *store.Tx) error {
+			if err := read(ctx, tx, tx.ForKeyShare()); err != nil {
+				return err
+			}
+			if !db.ConcurrentWriters() {
+				return read(ctx, tx, tx.ForNoKeyUpdate())
+			}
+			other := func(d time.Duration, clause func(*store.Tx) string) error {
+				ctx, cancel := context.WithTimeout(ctx, d)
+				defer cancel()
+				return db.InTx(ctx, func(tx *store.Tx) error { return read(ctx, tx, clause(tx)) })
+			}
+			if err := other(time.Minute, (*store.Tx).ForNoKeyUpdate); err != nil {
+				t.Errorf("ForNoKeyUpdate of a row held ForKeyShare elsewhere: %v", err)
+			}
+			if other(300*time.Millisecond, (*store.Tx).ForUpdate) == nil {
+				t.Error("ForUpdate took a row held ForKeyShare elsewhere")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // ExecBatches repeats a bounded delete until a run touches fewer rows than
 // the batch, and counts every row; ExecCount counts one statement's.
 func TestExecBatches(t *testing.T) {

@@ -563,26 +563,44 @@ func (db *DB) RunExclusive(ctx context.Context, job string, fn func(context.Cont
 // at a time (RunExclusive under the job's name). A failure or a panic is logged
 // and the job runs again on its next turn: periodic work (the reapers) must
 // never stop or take the server down.
-func (db *DB) Every(ctx context.Context, job string, interval time.Duration, fn func(context.Context) error) {
+//
+// turned, if not nil, is told how each turn ended: ran, whether this replica
+// ran the job (false: another replica held it); err, the turn's failure or
+// panic. A turn cut short by the end of ctx is not told. It is how a replica's
+// periodic work is seen to go on (metrics.PeriodicTurn), and how a test proves
+// that a replica tried before it asserts that nothing happened.
+func (db *DB) Every(ctx context.Context, job string, interval time.Duration, fn func(context.Context) error, turned func(ran bool, err error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					slog.Error("Periodic job panicked", "job", job, "panic", fmt.Sprint(p))
-				}
-			}()
-			if _, err := db.RunExclusive(ctx, job, fn); err != nil && ctx.Err() == nil {
-				slog.Error("Periodic job failed", "job", job, "err", err)
-			}
-		}()
+		ran, err := db.turn(ctx, job, fn)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, errPanicked) {
+			slog.Error("Periodic job failed", "job", job, "err", err)
+		}
+		if turned != nil && ctx.Err() == nil {
+			turned(ran, err)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// errPanicked is the failure of a periodic job's turn that panicked.
+var errPanicked = errors.New("periodic job panicked")
+
+// turn is one turn of Every: fn under RunExclusive, a panic recovered, logged
+// and returned as the error of a turn that ran.
+func (db *DB) turn(ctx context.Context, job string, fn func(context.Context) error) (ran bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Error("Periodic job panicked", "job", job, "panic", fmt.Sprint(p))
+			ran, err = true, fmt.Errorf("%w: %v", errPanicked, p)
+		}
+	}()
+	return db.RunExclusive(ctx, job, fn)
 }
 
 // Fold is the case folding of substring search: each character's lower case,

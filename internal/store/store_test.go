@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,10 +142,13 @@ func TestRebind(t *testing.T) {
 	}
 }
 
+// Every survives a panic and a failure, and tells each turn how it ended;
+// the turn cut short by the end of its context is not told.
 func TestEveryKeepsRunningThroughFailures(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx, cancel := context.WithCancel(context.Background())
 		runs := 0
+		var turns []string
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -158,13 +163,72 @@ func TestEveryKeepsRunningThroughFailures(t *testing.T) {
 					cancel()
 				}
 				return nil
-			})
+			}, func(ran bool, err error) { turns = append(turns, fmt.Sprintf("ran=%v err=%v", ran, err)) })
 		}()
 		testkit.Receive(t, "Every to stop when its context ended", done)
 		if runs != 4 {
 			t.Fatalf("job ran %d times, want 4 (it must survive a panic and an error)", runs)
 		}
+		want := []string{"ran=true err=periodic job panicked: first run panics", "ran=true err=second run fails", "ran=true err=<nil>"}
+		if !slices.Equal(turns, want) {
+			t.Fatalf("turns told %q, want %q", turns, want)
+		}
 	})
+}
+
+// On PostgreSQL a turn that finds the job held by another replica is told as
+// one that did not run, and the job runs on a turn after it is let go.
+func TestEveryTellsTurnsSkippedForAnotherReplica(t *testing.T) {
+	db := storetest.Open(t, store.Postgres)
+	ctx := context.Background()
+	other, err := db.W.Conn(ctx) // the other replica's session
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.ExecContext(ctx, "SELECT pg_advisory_lock(hashtext($1))", "catchbox:held-job"); err != nil {
+		t.Fatal(err)
+	}
+	type turn struct {
+		Ran bool
+		Err error
+	}
+	turns := make(chan turn)
+	var runs atomic.Int32
+	ectx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		db.Every(ectx, "held-job", time.Millisecond, func(context.Context) error { runs.Add(1); return nil },
+			func(ran bool, err error) {
+				select {
+				case turns <- turn{ran, err}:
+				case <-ectx.Done():
+				}
+			})
+	}()
+	defer func() {
+		cancel()
+		testkit.Receive(t, "Every to stop when its context ended", done)
+	}()
+	for i := range 3 {
+		if got := testkit.Receive(t, fmt.Sprintf("turn %d while the job is held elsewhere", i+1), turns); got != (turn{}) {
+			t.Fatalf("turn %d while the job is held elsewhere: %+v, want not run and no error", i+1, got)
+		}
+	}
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("the job ran %d times while another replica held it", n)
+	}
+	if _, err := other.ExecContext(ctx, "SELECT pg_advisory_unlock(hashtext($1))", "catchbox:held-job"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Await(t, "a turn that ran once the job was let go", func() (turn, bool) {
+		got := testkit.Receive(t, "a turn after the job was let go", turns)
+		return got, got.Ran && got.Err == nil
+	})
+	if runs.Load() == 0 {
+		t.Fatal("a turn was told it ran, and the job did not")
+	}
 }
 
 // A version's dialect file runs after its common file, on its dialect only.
