@@ -3,8 +3,11 @@ package outbound_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/problem"
@@ -200,5 +203,111 @@ func TestCancelOperation(t *testing.T) {
 		}
 		_, err = out.Cancel(ctx, e.owner(), outbound.CancelRequest{ID: sent.ID})
 		wantProblem(t, "cancel again", err, problem.Conflict, "not_cancellable")
+	})
+}
+
+// AddDestination checks the address, stores it pending with its verification
+// mail queued (or answers a verified one as it is), and counts the hour's
+// mails; VerifyDestination takes only a valid link; RemoveDestination
+// removes the organisation's own only.
+func TestDestinationOperations(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newServiceEnv(t, db, nil)
+		ctx := context.Background()
+		out := e.svc.Outbound
+
+		_, err := out.AddDestination(ctx, e.owner(), outbound.AddDestinationRequest{})
+		wantProblem(t, "add without email", err, problem.Invalid, "invalid_parameter", "email")
+		_, err = out.AddDestination(ctx, e.owner(), outbound.AddDestinationRequest{Email: ptr("Jane <jane@example.com>")})
+		wantProblem(t, "add with a display name", err, problem.Invalid, "invalid_parameter", "email")
+
+		added, err := out.AddDestination(ctx, e.owner(), outbound.AddDestinationRequest{Email: ptr("Partner@Example.com")})
+		if err != nil {
+			t.Fatalf("add: %v", err)
+		}
+		if !added.Queued || added.Destination.Verified() || added.Destination.Address != "partner@example.com" || added.Destination.OrgID != e.org.ID {
+			t.Errorf("added %+v", added)
+		}
+		if n := e.count("SELECT COUNT(*) FROM jobs WHERE kind = ?", outbound.DestinationVerifyKind); n != 1 {
+			t.Errorf("%d verification jobs, want 1", n)
+		}
+		e.verify(e.org.ID, "known@example.com")
+		again, err := out.AddDestination(ctx, e.owner(), outbound.AddDestinationRequest{Email: ptr("known@example.com")})
+		if err != nil || again.Queued || !again.Destination.Verified() {
+			t.Errorf("add a verified destination: %+v %v", again, err)
+		}
+
+		link, err := url.Parse(out.Verifier.Link(added.Destination.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		valid := outbound.VerifyDestinationRequest{ID: added.Destination.ID, Expires: link.Query().Get("expires"),
+			Signature: link.Query().Get("signature")}
+		tampered := valid
+		tampered.Signature = "x" + valid.Signature[1:]
+		_, err = out.VerifyDestination(ctx, tampered)
+		wantProblem(t, "verify with a tampered link", err, problem.NotFound, "link_invalid")
+		d, err := out.VerifyDestination(ctx, valid)
+		if err != nil || !d.Verified() || d.ID != added.Destination.ID {
+			t.Fatalf("verify: %+v %v", d, err)
+		}
+
+		err = out.RemoveDestination(ctx, e.stranger(), outbound.RemoveDestinationRequest{ID: d.ID})
+		wantProblem(t, "remove another organisation's destination", err, problem.NotFound, "not_found")
+		if err := out.RemoveDestination(ctx, e.owner(), outbound.RemoveDestinationRequest{ID: d.ID}); err != nil {
+			t.Fatalf("remove: %v", err)
+		}
+		err = out.RemoveDestination(ctx, e.owner(), outbound.RemoveDestinationRequest{ID: d.ID})
+		wantProblem(t, "remove again", err, problem.NotFound, "not_found")
+		_, err = out.VerifyDestination(ctx, valid)
+		wantProblem(t, "verify a removed destination", err, problem.NotFound, "link_invalid")
+
+		// The hour's allowance: one mail is counted already.
+		for i := range outbound.MaxVerificationMailsPerHour - 1 {
+			if _, err := out.AddDestination(ctx, e.owner(), outbound.AddDestinationRequest{Email: ptr(fmt.Sprintf("user%d@example.com", i))}); err != nil {
+				t.Fatalf("add %d: %v", i, err)
+			}
+		}
+		e.later(10 * time.Minute)
+		_, err = out.AddDestination(ctx, e.owner(), outbound.AddDestinationRequest{Email: ptr("one-more@example.com")})
+		wantProblem(t, "add past the allowance", err, problem.TooMany, "verification_rate_limited")
+		var pe *problem.Error
+		errors.As(err, &pe)
+		if pe.RetryAfter != 50*time.Minute {
+			t.Errorf("retry after %v, want 50m", pe.RetryAfter)
+		}
+		if _, err := out.AddDestination(ctx, e.stranger(), outbound.AddDestinationRequest{Email: ptr("one-more@example.com")}); err != nil {
+			t.Errorf("the other organisation's allowance: %v", err)
+		}
+	})
+}
+
+// RemoveSuppression removes the organisation's own suppression of an
+// address, whatever its case; another organisation's is not found and stays.
+func TestRemoveSuppressionOperation(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newServiceEnv(t, db, nil)
+		ctx := context.Background()
+		out := e.svc.Outbound
+		if _, err := db.Exec(ctx, "INSERT INTO suppressions (org_id, address, reason, created_at) VALUES (?, ?, ?, ?)",
+			e.org.ID, "bounced@example.com", "bounced", start.UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+
+		err := out.RemoveSuppression(ctx, e.stranger(), outbound.RemoveSuppressionRequest{Address: "bounced@example.com"})
+		wantProblem(t, "remove another organisation's suppression", err, problem.NotFound, "not_found")
+		if n := e.count("SELECT COUNT(*) FROM suppressions"); n != 1 {
+			t.Fatalf("%d suppressions after a refused removal", n)
+		}
+		err = out.RemoveSuppression(ctx, e.owner(), outbound.RemoveSuppressionRequest{})
+		wantProblem(t, "remove no address", err, problem.NotFound, "not_found")
+		if err := out.RemoveSuppression(ctx, e.owner(), outbound.RemoveSuppressionRequest{Address: "Bounced@Example.com"}); err != nil {
+			t.Fatalf("remove: %v", err)
+		}
+		if n := e.count("SELECT COUNT(*) FROM suppressions"); n != 0 {
+			t.Errorf("%d suppressions after the removal", n)
+		}
+		err = out.RemoveSuppression(ctx, e.owner(), outbound.RemoveSuppressionRequest{Address: "bounced@example.com"})
+		wantProblem(t, "remove again", err, problem.NotFound, "not_found")
 	})
 }
