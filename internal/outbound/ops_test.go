@@ -86,6 +86,11 @@ func TestSendOperation(t *testing.T) {
 		_, err = out.Send(ctx, e.owner(), outbound.SendRequest{To: []string{"john"}, Text: "x",
 			Attachments: []outbound.AttachmentInput{{Filename: "a.txt", ContentType: "text/plain"}}})
 		problemtest.WantFields(t, err, "invalid_parameter", "namespace", "to[0]", "subject", "attachments[0].content_base64")
+		// A Go caller's strings are not made UTF-8 by a JSON decoder: text that
+		// is not is refused as invalid, never stored.
+		_, err = out.Send(ctx, e.owner(), outbound.SendRequest{Namespace: "default", To: []string{"jane@default.localhost", "j\xffe@default.localhost"},
+			Subject: "caf\xe9", Text: "t", Attachments: []outbound.AttachmentInput{{Filename: "a.txt", ContentType: "text/plain; name=\"\xff\"", ContentBase64: ptr("")}}})
+		problemtest.WantFields(t, err, "invalid_parameter", "to[1]", "subject", "attachments[0].content_type")
 
 		ok := outbound.SendRequest{Namespace: "default", To: []string{"jane@default.localhost"}, Subject: "s", Text: "t"}
 		_, err = out.Send(ctx, e.stranger(), ok)
