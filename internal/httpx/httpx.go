@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/big"
 	"net/http"
 	"reflect"
@@ -44,6 +45,8 @@ type Error struct {
 	Code    string
 	Message string
 	Fields  []FieldError
+	// RetryAfter, when positive, is answered as the Retry-After header.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -101,7 +104,7 @@ func FromProblem(pe *problem.Error) *Error {
 	if int(pe.Kind) < len(statusOf) {
 		status = statusOf[pe.Kind]
 	}
-	return &Error{Status: status, Code: pe.Code, Message: pe.Message, Fields: pe.Fields}
+	return &Error{Status: status, Code: pe.Code, Message: pe.Message, Fields: pe.Fields, RetryAfter: pe.RetryAfter}
 }
 
 type errorDetail struct {
@@ -149,6 +152,10 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if he.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `ApiKey header="X-Api-Key"`)
+	}
+	if he.RetryAfter > 0 {
+		// Whole seconds, rounded up (RFC 9110 section 10.2.3).
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(he.RetryAfter.Seconds()))))
 	}
 	WriteJSON(w, he.Status, body)
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"testing"
+	"time"
+
+	"github.com/catchbox/catchbox/internal/problem"
 )
 
 // answer is the status and body WriteError gives err.
@@ -43,5 +46,22 @@ func TestFieldErrors(t *testing.T) {
 	}
 	if (&FieldError{Field: "quota_limit", Detail: "must be between 1 and 5"}).Error() != "quota_limit must be between 1 and 5" {
 		t.Error("FieldError's text is not the field and its detail")
+	}
+}
+
+// A refusal that says when to try again is answered with Retry-After, in
+// whole seconds rounded up; one that says nothing has none.
+func TestRetryAfter(t *testing.T) {
+	for _, c := range []struct {
+		after time.Duration
+		want  string
+	}{{0, ""}, {time.Millisecond, "1"}, {1500 * time.Millisecond, "2"}, {time.Hour, "3600"}} {
+		pe := problem.Errorf(problem.TooMany, "rate_limited", "slow down")
+		pe.RetryAfter = c.after
+		w := httptest.NewRecorder()
+		WriteError(w, httptest.NewRequest("GET", "/", nil), pe)
+		if got := w.Header().Get("Retry-After"); w.Code != 429 || got != c.want {
+			t.Errorf("retry after %v: %d, Retry-After %q, want 429 %q", c.after, w.Code, got, c.want)
+		}
 	}
 }

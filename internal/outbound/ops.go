@@ -389,3 +389,117 @@ func (s *Service) recipients(ctx context.Context, orgID string, ns tenant.Namesp
 	}
 	return out, nil
 }
+
+// AddDestinationRequest asks for an external address as a destination of
+// the organisation: the body of POST /api/destinations. Email nil is absent
+// ("is required"); it must be a bare address.
+type AddDestinationRequest struct {
+	Email *string `json:"email"`
+}
+
+// AddedDestination is the answer of AddDestination: the destination, and
+// whether a verification mail was queued for it (false when it is verified
+// already, and nothing is sent).
+type AddedDestination struct {
+	Destination Destination
+	Queued      bool
+}
+
+// AddDestination asks for the address as a destination of the principal's
+// organisation (Store.RequestDestination): a new or pending one is stored
+// pending and its verification mail queued. Refused as Forbidden
+// (destination_limit_reached) past MaxDestinations, and as TooMany
+// (verification_rate_limited, with RetryAfter) past
+// MaxVerificationMailsPerHour.
+func (s *Service) AddDestination(ctx context.Context, p tenant.Principal, req AddDestinationRequest) (AddedDestination, error) {
+	var c checker
+	var addr Address
+	if req.Email == nil {
+		c.fail("email", "is required")
+	} else if a, ok := c.mailbox("email", *req.Email); ok {
+		if a.Name != "" || strings.Contains(*req.Email, "<") {
+			c.fail("email", "must be a bare address, without a display name")
+		}
+		addr = a
+	}
+	if err := c.fields.Err(); err != nil {
+		return AddedDestination{}, err
+	}
+	d, queued, err := s.Store.RequestDestination(ctx, s.Jobs, p.Org.ID, addr.Email)
+	var rate *VerificationRateError
+	switch {
+	case errors.Is(err, ErrDestinationLimit):
+		return AddedDestination{}, problem.Errorf(problem.Forbidden, "destination_limit_reached",
+			"the organisation has %d destinations, the most it may have; remove one first", MaxDestinations)
+	case errors.As(err, &rate):
+		pe := problem.Errorf(problem.TooMany, "verification_rate_limited",
+			"the organisation has sent %d verification mails in the last hour, the most it may", MaxVerificationMailsPerHour)
+		pe.RetryAfter = rate.RetryAt.Sub(s.Store.now())
+		return AddedDestination{}, pe
+	case err != nil:
+		return AddedDestination{}, err
+	}
+	return AddedDestination{Destination: d, Queued: queued}, nil
+}
+
+// RemoveDestinationRequest names the destination to remove.
+type RemoveDestinationRequest struct {
+	ID string
+}
+
+// RemoveDestination removes a destination of the principal's organisation:
+// later sends to its address are refused again. Another organisation's, or
+// a malformed id, is not found.
+func (s *Service) RemoveDestination(ctx context.Context, p tenant.Principal, req RemoveDestinationRequest) error {
+	if _, err := uuid.Parse(req.ID); err != nil {
+		return problem.NotFoundf("destination")
+	}
+	err := s.Store.RemoveDestination(ctx, p.Org.ID, req.ID)
+	if errors.Is(err, ErrNotFound) {
+		return problem.NotFoundf("destination")
+	}
+	return err
+}
+
+// VerifyDestinationRequest is a followed verification link: the
+// destination's id and the link's expires and signature.
+type VerifyDestinationRequest struct {
+	ID, Expires, Signature string
+}
+
+// VerifyDestination makes the destination of a valid verification link
+// verified and returns it. It takes no principal: whoever follows the link
+// sent to the address is the one it asks, and the signature is the
+// credential. A tampered or expired link, or one of a removed destination,
+// is not found (link_invalid).
+func (s *Service) VerifyDestination(ctx context.Context, req VerifyDestinationRequest) (Destination, error) {
+	invalid := problem.Errorf(problem.NotFound, "link_invalid",
+		"this verification link is invalid or has expired; ask for the destination again to receive a new one")
+	if _, err := uuid.Parse(req.ID); err != nil || !s.Verifier.CheckLink(req.ID, req.Expires, req.Signature) {
+		return Destination{}, invalid
+	}
+	d, err := s.Store.VerifyDestination(ctx, req.ID)
+	if errors.Is(err, ErrNotFound) {
+		return Destination{}, invalid
+	}
+	return d, err
+}
+
+// RemoveSuppressionRequest names the suppressed address to remove.
+type RemoveSuppressionRequest struct {
+	Address string
+}
+
+// RemoveSuppression removes the address from the principal's organisation's
+// suppressions: later sends go to it again. An address the organisation has
+// not suppressed is not found.
+func (s *Service) RemoveSuppression(ctx context.Context, p tenant.Principal, req RemoveSuppressionRequest) error {
+	if req.Address == "" || len(req.Address) > routing.MaxAddressLength {
+		return problem.NotFoundf("suppression")
+	}
+	err := s.Store.Unsuppress(ctx, p.Org.ID, req.Address)
+	if errors.Is(err, ErrNotFound) {
+		return problem.NotFoundf("suppression")
+	}
+	return err
+}

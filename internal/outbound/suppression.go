@@ -13,7 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catchbox/catchbox/internal/httpx"
-	"github.com/catchbox/catchbox/internal/routing"
+	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -143,18 +143,14 @@ func (s *Service) ListSuppressionsHandler(w http.ResponseWriter, r *http.Request
 }
 
 // DeleteSuppressionHandler answers DELETE /api/suppressions/{address}
-// (beyond the seed): later sends go to the address again. 204; 404 when the
-// organisation has not suppressed it.
+// (beyond the seed): RemoveSuppression, 204; 404 when the organisation has
+// not suppressed the address.
 func (s *Service) DeleteSuppressionHandler(w http.ResponseWriter, r *http.Request) error {
 	addr, err := url.PathUnescape(chi.URLParam(r, "address"))
-	if err != nil || addr == "" || len(addr) > routing.MaxAddressLength {
-		return httpx.NotFound("suppression")
-	}
-	err = s.Store.Unsuppress(r.Context(), tenant.OrgFrom(r.Context()).ID, addr)
-	if errors.Is(err, ErrNotFound) {
-		return httpx.NotFound("suppression")
-	}
 	if err != nil {
+		return problem.NotFoundf("suppression")
+	}
+	if err := s.RemoveSuppression(r.Context(), tenant.PrincipalFrom(r.Context()), RemoveSuppressionRequest{Address: addr}); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -72,11 +72,14 @@ func (c *checker) fail(field, format string, args ...any) {
 	c.fields.Add(field, fmt.Sprintf(format, args...))
 }
 
-// text checks a free-text field: at most max characters (0: no limit), no
-// NUL (no store keeps one in text), and with oneLine no other control
-// character either (it becomes a header: a line break would end it).
+// text checks a free-text field: UTF-8 (a JSON body always is; a Go caller's
+// string may not be), at most max characters (0: no limit), no NUL (no store
+// keeps one in text), and with oneLine no other control character either (it
+// becomes a header: a line break would end it).
 func (c *checker) text(field, v string, max int, oneLine bool) bool {
 	switch {
+	case !utf8.ValidString(v):
+		c.fail(field, "must be UTF-8 text")
 	case max > 0 && utf8.RuneCountInString(v) > max:
 		c.fail(field, "must be at most %d characters", max)
 	case strings.ContainsRune(v, 0):
@@ -101,7 +104,7 @@ func (c *checker) mailbox(field, v string) (Address, bool) {
 		return Address{}, false
 	}
 	a, err := mail.ParseAddress(v)
-	if err != nil || a.Address == "" {
+	if err != nil || a.Address == "" || !utf8.ValidString(v) {
 		c.fail(field, "must be an email address, not %s", quote(v))
 		return Address{}, false
 	}
@@ -242,7 +245,7 @@ func (c *checker) attachments(in []AttachmentInput) []NewAttachment {
 // returns it as it will be written.
 func mediaType(v string) (string, error) {
 	mt, params, err := mime.ParseMediaType(v)
-	if err != nil || !strings.Contains(mt, "/") || strings.HasPrefix(mt, "/") || strings.HasSuffix(mt, "/") {
+	if err != nil || !utf8.ValidString(v) || !strings.Contains(mt, "/") || strings.HasPrefix(mt, "/") || strings.HasSuffix(mt, "/") {
 		return "", fmt.Errorf("must be a media type such as application/pdf, not %s", quote(v))
 	}
 	if strings.HasPrefix(mt, "multipart/") {

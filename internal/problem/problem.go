@@ -10,6 +10,7 @@ package problem
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Kind is the class of a failure, independent of any protocol.
@@ -82,6 +83,10 @@ type Error struct {
 	Code    string
 	Message string
 	Fields  []FieldError
+	// RetryAfter is how long the caller should wait before the action can
+	// succeed (a TooMany or Unavailable refusal); 0 says nothing. HTTP
+	// answers it as Retry-After.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Message }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -98,67 +99,65 @@ func splitAddrs(s string) []string {
 }
 
 // SendHandler answers POST /outbound/send: a new email from a namespace,
-// through the API's send handler and its sending rules.
+// through outbound.Service.Send and its sending rules, as the API's send.
+// The from field is always given: left empty, it is an address the rules
+// refuse, not the namespace's default sender.
 func (d *Dashboard) SendHandler(w http.ResponseWriter, r *http.Request) error {
 	if err := parseForm(w, r); err != nil {
 		return err
 	}
 	f := r.PostForm
-	body := map[string]any{"from": map[string]string{"email": strings.TrimSpace(f.Get("from"))}, "subject": f.Get("subject")}
-	if to := splitAddrs(f.Get("to")); to != nil {
-		body["to"] = to
-	}
-	if cc := splitAddrs(f.Get("cc")); cc != nil {
-		body["cc"] = cc
-	}
-	if t := f.Get("text"); t != "" {
-		body["text"] = t
-	}
-	if h := f.Get("html"); h != "" {
-		body["html"] = h
-	}
-	var sent struct {
-		ID string `json:"id"`
-	}
-	target := "/api/emails/send?namespace=" + url.QueryEscape(f.Get("namespace"))
-	if err := apiCall(r, d.Outbound.SendEmailHandler, http.MethodPost, target, nil, body, &sent); err != nil {
-		return err
-	}
-	return redirect(w, r, "/outbound/"+sent.ID, "Email accepted for sending.")
-}
-
-// ReplyHandler answers POST /emails/{emailId}/reply and ForwardHandler
-// POST /emails/{emailId}/forward: through the API's handlers.
-func (d *Dashboard) ReplyHandler(w http.ResponseWriter, r *http.Request) error {
-	return d.respond(w, r, "reply", d.Outbound.ReplyToEmailHandler)
-}
-
-// ForwardHandler answers POST /emails/{emailId}/forward.
-func (d *Dashboard) ForwardHandler(w http.ResponseWriter, r *http.Request) error {
-	return d.respond(w, r, "forward", d.Outbound.ForwardEmailHandler)
-}
-
-func (d *Dashboard) respond(w http.ResponseWriter, r *http.Request, kind string, h func(http.ResponseWriter, *http.Request) error) error {
-	e, _, err := d.visibleEmail(r)
+	from := strings.TrimSpace(f.Get("from"))
+	e, err := d.Outbound.Send(r.Context(), tenant.PrincipalFrom(r.Context()), outbound.SendRequest{
+		Namespace: f.Get("namespace"), From: &outbound.AddressInput{Email: &from},
+		To: splitAddrs(f.Get("to")), Cc: splitAddrs(f.Get("cc")), Subject: f.Get("subject"), HTML: f.Get("html"), Text: f.Get("text")})
 	if err != nil {
 		return err
 	}
+	return redirect(w, r, "/outbound/"+e.ID, "Email accepted for sending.")
+}
+
+// ReplyHandler answers POST /emails/{emailId}/reply: a reply to the email,
+// through outbound.Service.Reply.
+func (d *Dashboard) ReplyHandler(w http.ResponseWriter, r *http.Request) error {
+	src, from, err := d.respondForm(w, r)
+	if err != nil {
+		return err
+	}
+	e, err := d.Outbound.Reply(r.Context(), tenant.PrincipalFrom(r.Context()), outbound.ReplyRequest{
+		EmailID: src.ID, From: from, Text: r.PostForm.Get("text")})
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/outbound/"+e.ID, "Email accepted for sending.")
+}
+
+// ForwardHandler answers POST /emails/{emailId}/forward: the email forwarded,
+// through outbound.Service.Forward.
+func (d *Dashboard) ForwardHandler(w http.ResponseWriter, r *http.Request) error {
+	src, from, err := d.respondForm(w, r)
+	if err != nil {
+		return err
+	}
+	e, err := d.Outbound.Forward(r.Context(), tenant.PrincipalFrom(r.Context()), outbound.ForwardRequest{
+		EmailID: src.ID, From: from, To: splitAddrs(r.PostForm.Get("to")), Text: r.PostForm.Get("text")})
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/outbound/"+e.ID, "Email accepted for sending.")
+}
+
+// respondForm is the start of the reply and forward forms: the email must be
+// one the user's organisation can see (else the page is not found), and the
+// form readable; from is its sender field.
+func (d *Dashboard) respondForm(w http.ResponseWriter, r *http.Request) (src inbox.StoredEmail, from *outbound.AddressInput, err error) {
+	src, _, err = d.visibleEmail(r)
+	if err != nil {
+		return inbox.StoredEmail{}, nil, err
+	}
 	if err := parseForm(w, r); err != nil {
-		return err
+		return inbox.StoredEmail{}, nil, err
 	}
-	f := r.PostForm
-	body := map[string]any{"from": map[string]string{"email": strings.TrimSpace(f.Get("from"))}}
-	if to := splitAddrs(f.Get("to")); to != nil && kind == "forward" {
-		body["to"] = to
-	}
-	if t := f.Get("text"); t != "" {
-		body["text"] = t
-	}
-	var sent struct {
-		ID string `json:"id"`
-	}
-	if err := apiCall(r, h, http.MethodPost, "/api/emails/"+e.ID+"/"+kind, map[string]string{"emailId": e.ID}, body, &sent); err != nil {
-		return err
-	}
-	return redirect(w, r, "/outbound/"+sent.ID, "Email accepted for sending.")
+	addr := strings.TrimSpace(r.PostForm.Get("from"))
+	return src, &outbound.AddressInput{Email: &addr}, nil
 }
