@@ -15,7 +15,7 @@ import (
 // an empty inbox, and the dashboard's delete and clear buttons. Both go through
 // deleteEmails, as the reaper and the quota do, so blobs, raw sources and the
 // namespace's count go with the emails; the search copies in memory notice the
-// changed count and load again (columns.go).
+// changed count and load again (package index).
 
 // DeleteEmail deletes one email; ErrNotFound when there is none of that id.
 func (s *Searcher) DeleteEmail(ctx context.Context, id string) error {

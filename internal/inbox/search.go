@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/catchbox/catchbox/internal/inbox/index"
 	"github.com/catchbox/catchbox/internal/store"
 )
 
@@ -35,14 +36,18 @@ const (
 	MaxFilterRunes = 998
 )
 
+// DefaultColumnBudget is the memory the copies of substring searches may take
+// unless configured (index.DefaultBudget).
+const DefaultColumnBudget = index.DefaultBudget
+
 // Searcher runs inbox searches.
 type Searcher struct {
 	db  *store.DB
 	now func() time.Time
 
-	// cols holds namespaces' searched columns in memory (SQLite), nil when
-	// disabled (see columns.go).
-	cols *columnCache
+	// copies holds namespaces' searched columns in memory (SQLite), nil
+	// when disabled (package index).
+	copies *index.Cache
 }
 
 // NewSearcher returns a searcher over db.
@@ -57,22 +62,22 @@ func NewSearcher(db *store.DB, columnBudget int64) *Searcher {
 }
 
 // SetColumnBudget sets the memory, in bytes, that substring searches on SQLite
-// may keep namespaces' columns in (columns.go); 0 turns the copies off, and
+// may keep namespaces' columns in (package index); 0 turns the copies off, and
 // every substring search then checks the namespace's rows one by one in SQLite.
 func (s *Searcher) SetColumnBudget(bytes int64) {
-	s.cols = nil
+	s.copies = nil
 	if bytes > 0 {
-		s.cols = newColumnCache(bytes)
+		s.copies = index.New(bytes, liveCount(s.db))
 	}
 }
 
 // ColumnBudget is the memory the copies of substring searches may hold, 0
 // when there are none.
 func (s *Searcher) ColumnBudget() int64 {
-	if s.cols == nil {
+	if s.copies == nil {
 		return 0
 	}
-	return s.cols.budget
+	return s.copies.Budget()
 }
 
 // SetClock replaces the clock (tests).
@@ -134,7 +139,7 @@ func recipientRange(q Query) (string, []any) {
 
 // substring matches column against a case-insensitive substring: through
 // pg_trgm's trigram index on PostgreSQL, and on SQLite, which answers most
-// substring searches from the namespace's copy in memory (columns.go), row by
+// substring searches from the namespace's copy in memory (package index), row by
 // row, with the copy's folding.
 func (s *Searcher) substring(column, needle string) (string, []any) {
 	indexed := "e." + column // from_addr is stored in lower case
@@ -165,8 +170,8 @@ func (s *Searcher) plan(q Query) searchPlan {
 // Search returns one page of matching emails, newest first, and the total count.
 // Expired emails are never returned, even before the reaper deletes them.
 func (s *Searcher) Search(ctx context.Context, q Query) (Result, error) {
-	if s.columnSearchable(q) {
-		res, ok, err := s.searchColumns(ctx, q)
+	if s.copySearchable(q) {
+		res, ok, err := s.searchCopy(ctx, q)
 		if ok || err != nil {
 			return res, err
 		}

@@ -66,7 +66,7 @@ func TestFirstStartBindsFirst(t *testing.T) {
 		t.Errorf("the key was logged:\n%s", logs.String())
 	}
 	run.cancel()
-	run.wait()
+	run.wait(t)
 	out.Reset()
 	run = start(t, cfg, &out)
 	if strings.Contains(out.String(), "cbx_") || !strings.Contains(out.String(), "local mode") {
@@ -76,7 +76,7 @@ func TestFirstStartBindsFirst(t *testing.T) {
 		t.Errorf("a later start did not log how to make a key:\n%s", logs.String())
 	}
 	run.cancel()
-	run.wait()
+	run.wait(t)
 }
 
 // TestAllInterfaces checks that listeners on all interfaces without
@@ -105,7 +105,7 @@ func TestAllInterfaces(t *testing.T) {
 		}
 	}
 	run.cancel()
-	run.wait()
+	run.wait(t)
 
 	// With the public URL, links use it and nothing is warned.
 	logs2 := captureLog(t)
@@ -118,7 +118,7 @@ func TestAllInterfaces(t *testing.T) {
 		t.Errorf("warned with a public URL set:\n%s", logs2.String())
 	}
 	run.cancel()
-	run.wait()
+	run.wait(t)
 }
 
 // regexpKey returns the API key a first start printed, as the line to paste

@@ -86,7 +86,7 @@ func TestLocalModeStart(t *testing.T) {
 				t.Errorf("the link a second time: %s", again.Status)
 			}
 			run.cancel()
-			run.wait()
+			run.wait(t)
 
 			out.Reset()
 			start(t, cfg, &out) // stopped when the test ends

@@ -19,6 +19,7 @@ import (
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // TestRun starts catchbox serve as the binary does (server.Run, listeners on
@@ -109,7 +110,7 @@ func TestRun(t *testing.T) {
 			if _, msg, err := busy.ReadResponse(250); err != nil {
 				t.Fatalf("message finished during shutdown: %v %q, want 250", err, msg)
 			}
-			if err := run.wait(); err != nil {
+			if err := run.wait(t); err != nil {
 				t.Fatalf("Run returned %v after a clean shutdown", err)
 			}
 			for _, addr := range []string{run.ready.HTTPAddr, smtpAddr} {
@@ -130,7 +131,7 @@ func TestRun(t *testing.T) {
 				t.Errorf("after a restart found %+v, want both messages", found)
 			}
 			run.cancel()
-			if err := run.wait(); err != nil {
+			if err := run.wait(t); err != nil {
 				t.Fatalf("second Run returned %v", err)
 			}
 		})
@@ -164,26 +165,29 @@ func start(t *testing.T, cfg config.Serve, out io.Writer) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, stopped: make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
-	ready := make(chan server.Ready, 1)
+	ready := make(chan *server.Ready, 1)
 	go func() {
 		defer close(r.stopped)
-		r.err = server.Run(ctx, cfg, out, func(rd server.Ready) { ready <- rd })
+		r.err = server.Run(ctx, cfg, out, func(rd server.Ready) { ready <- &rd })
+		close(ready) // Run returned: if it never was ready, the receive gets nil
 	}()
-	select {
-	case r.ready = <-ready:
-	case <-r.stopped:
+	rd := testkit.Receive(t, "the service to serve", ready)
+	if rd == nil {
+		cancel()
 		t.Fatalf("Run: %v", r.err)
 	}
+	r.ready = *rd
 	t.Cleanup(func() {
 		cancel()
-		<-r.stopped
+		testkit.Receive(t, "Run to return after the test", r.stopped)
 	})
 	return r
 }
 
 // wait returns Run's result once it has returned.
-func (r *running) wait() error {
-	<-r.stopped
+func (r *running) wait(t *testing.T) error {
+	t.Helper()
+	testkit.Receive(t, "Run to return", r.stopped)
 	return r.err
 }
 

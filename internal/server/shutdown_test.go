@@ -61,7 +61,7 @@ func TestShutdownAnswersHeldWaits(t *testing.T) {
 			}
 
 			run.cancel()
-			if err := run.wait(); err != nil {
+			if err := run.wait(t); err != nil {
 				t.Fatalf("Run returned %v", err)
 			}
 			// The answer was written before Run returned; the bound only keeps

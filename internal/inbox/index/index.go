@@ -1,24 +1,9 @@
-package inbox
-
-import (
-	"bytes"
-	"context"
-	"database/sql"
-	"errors"
-	"fmt"
-	"log/slog"
-	"sort"
-	"sync"
-	"time"
-	"unicode/utf8"
-
-	"github.com/catchbox/catchbox/internal/store"
-)
-
-// The SQLite store answers substring searches from memory: for each namespace
-// searched, a copy of the columns such a search reads (seq, received and expiry
-// times, folded subject and From address), ordered as the inbox is, with a
-// trigram index by block of 256 rows. An exact total_count must see every
+// Package index is the in-memory index of inbox searches on the SQLite store:
+// for each namespace searched, a copy of the columns a substring search reads
+// (seq, received and expiry times, folded subject and From address), ordered
+// as the inbox is, with a trigram index by block of 256 rows. inbox.Searcher
+// asks it first, and searches in SQLite when it cannot answer (a namespace
+// over the budget, a shared store). An exact total_count must see every
 // match, and a common value has thousands: the copy checks them where they lie
 // in memory, while SQLite would fetch each from the emails table, and a search
 // reads only the blocks that may hold its value (docs/flow.md, section 6, has
@@ -43,9 +28,25 @@ import (
 // the live ones. A namespace held at its quota, which drops as many rows as it
 // gains, so stays within a small factor of a fresh load, and each compaction
 // copies no more than what was dropped since the last.
+package index
 
-// DefaultColumnBudget is the memory the copies may take unless configured.
-const DefaultColumnBudget = 128 << 20
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/catchbox/catchbox/internal/store"
+)
+
+// DefaultBudget is the memory the copies may take unless configured.
+const DefaultBudget = 128 << 20
 
 // estRowBytes estimates a row's memory with its text, to decide before loading
 // whether a namespace fits the budget, until a copy of the namespace over the
@@ -66,9 +67,10 @@ const logLoadRows = 10000
 // a load.
 const maxCatchUp = 10000
 
-// columns is one namespace's copy at one moment. A columns value is never
-// changed once published: updates append past its length, or make a new one.
-type columns struct {
+// Copy is one namespace's copy at one moment, as View returns it. A Copy is
+// never changed once published: updates append past its length, or make a
+// new one, so that a search may go on reading it while the next is made.
+type Copy struct {
 	through int64 // the highest seq the store had given when the copy was last updated
 	base    int   // rows dropped before row 0 since the copy was made: row i is row base+i of the trigram index
 	dead    int   // rows dropped since the arrays were made, still in their memory
@@ -221,17 +223,17 @@ func (t *textColumn) bytes(dead int) int64 {
 	return int64(cap(t.text)) + int64(cap(t.off)+dead)*4 + int64(cap(t.blocks)+t.deadWords)*8
 }
 
-func (c *columns) len() int { return len(c.seq) }
+func (c *Copy) len() int { return len(c.seq) }
 
 // bytes is the copy's memory, with the rows dropped since it was compacted
 // (counted until then, although an append that moves an array to a larger one
 // leaves them behind sooner).
-func (c *columns) bytes() int64 {
+func (c *Copy) bytes() int64 {
 	return int64(cap(c.seq)+cap(c.recv)+cap(c.exp)+3*c.dead)*8 + c.subj.bytes(c.dead) + c.from.bytes(c.dead)
 }
 
 // freshBytes is the memory a fresh load of the copy's rows would take.
-func (c *columns) freshBytes() int64 {
+func (c *Copy) freshBytes() int64 {
 	return loadBytes(int64(c.len()), int64(c.subj.liveText()+c.from.liveText()))
 }
 
@@ -241,7 +243,7 @@ func loadBytes(rows, text int64) int64 {
 }
 
 // compacted returns the copy in new arrays of its rows' size.
-func (c *columns) compacted() columns {
+func (c *Copy) compacted() Copy {
 	out := *c
 	out.dead = 0
 	out.seq = append([]int64(nil), c.seq...)
@@ -251,23 +253,23 @@ func (c *columns) compacted() columns {
 	return out
 }
 
-// columnRow is one email's searched columns, as read from the store.
-type columnRow struct {
+// emailRow is one email's searched columns, as read from the store.
+type emailRow struct {
 	seq, recv, exp int64
 	subj, from     string
 }
 
-func (r columnRow) before(recv, seq int64) bool {
+func (r emailRow) before(recv, seq int64) bool {
 	return r.recv < recv || (r.recv == recv && r.seq < seq)
 }
 
-// emptyColumns returns a copy with no rows.
-func emptyColumns(through int64) columns {
-	return columns{through: through, subj: newTextColumn(), from: newTextColumn()}
+// emptyCopy returns a copy with no rows.
+func emptyCopy(through int64) Copy {
+	return Copy{through: through, subj: newTextColumn(), from: newTextColumn()}
 }
 
 // add appends rows, which must come after the copy's last row in inbox order.
-func (c *columns) add(rows []columnRow) error {
+func (c *Copy) add(rows []emailRow) error {
 	for _, r := range rows {
 		if err := c.addRow(r.seq, r.recv, r.exp, []byte(r.subj), []byte(r.from), false); err != nil {
 			return err
@@ -278,7 +280,7 @@ func (c *columns) add(rows []columnRow) error {
 
 // addRow appends one row, folding its subject and From address unless they are
 // folded already. It fails when the text would pass what a copy can address.
-func (c *columns) addRow(seq, recv, exp int64, subj, from []byte, folded bool) error {
+func (c *Copy) addRow(seq, recv, exp int64, subj, from []byte, folded bool) error {
 	abs := c.base + c.len()
 	if err := c.subj.add(subj, folded, abs); err != nil {
 		return err
@@ -293,7 +295,7 @@ func (c *columns) addRow(seq, recv, exp int64, subj, from []byte, folded bool) e
 }
 
 // copyRow appends row i of src.
-func (c *columns) copyRow(src *columns, i int) error {
+func (c *Copy) copyRow(src *Copy, i int) error {
 	return c.addRow(src.seq[i], src.recv[i], src.exp[i], src.subj.at(i), src.from.at(i), true)
 }
 
@@ -315,8 +317,8 @@ func appendFolded(dst, s []byte) []byte {
 
 // merged returns a new copy with the rows of c and rows (sorted in inbox
 // order), for rows that do not all come after c's last one.
-func (c *columns) merged(rows []columnRow) (columns, error) {
-	out := emptyColumns(c.through)
+func (c *Copy) merged(rows []emailRow) (Copy, error) {
+	out := emptyCopy(c.through)
 	out.seq = make([]int64, 0, c.len()+len(rows))
 	out.recv = make([]int64, 0, c.len()+len(rows))
 	out.exp = make([]int64, 0, c.len()+len(rows))
@@ -332,7 +334,7 @@ func (c *columns) merged(rows []columnRow) (columns, error) {
 			j++
 		}
 		if err != nil {
-			return columns{}, err
+			return Copy{}, err
 		}
 	}
 	return out, nil
@@ -342,7 +344,7 @@ func (c *columns) merged(rows []columnRow) (columns, error) {
 // order. The arrays are resliced, and shared with c, until the rows dropped
 // outweigh the rows kept, in number or in either text; then the copy is
 // compacted into new arrays.
-func (c columns) dropBefore(recv, seq int64) columns {
+func (c Copy) dropBefore(recv, seq int64) Copy {
 	k := sort.Search(c.len(), func(i int) bool { return c.recv[i] > recv || (c.recv[i] == recv && c.seq[i] >= seq) })
 	if k == 0 {
 		return c
@@ -359,7 +361,7 @@ func (c columns) dropBefore(recv, seq int64) columns {
 }
 
 // unexpired counts the rows that expire after nowMs.
-func (c *columns) unexpired(nowMs int64) int64 {
+func (c *Copy) unexpired(nowMs int64) int64 {
 	var n int64
 	for _, e := range c.exp {
 		if e > nowMs {
@@ -369,11 +371,50 @@ func (c *columns) unexpired(nowMs int64) int64 {
 	return n
 }
 
+// Query is what a search of a copy asks: the emails whose subject holds
+// Subject and whose From address holds From (as substrings, folded as
+// store.Fold folds; at least one of the two is set), received within the
+// bounds (Unix ms, inclusive; nil for none); and the page of Limit of them
+// from Offset, newest first.
+type Query struct {
+	Subject, From string
+	FromMs, ToMs  *int64
+	Offset, Limit int
+}
+
+// needles returns q's substrings folded, nil where not set.
+func (q Query) needles() (subj, from []byte) {
+	if q.Subject != "" {
+		subj = []byte(store.Fold(q.Subject))
+	}
+	if q.From != "" {
+		from = []byte(store.Fold(q.From))
+	}
+	return subj, from
+}
+
+// Search counts the emails matching q that expire after nowMs, and returns
+// the seqs of q's page of them, newest first.
+func (c *Copy) Search(q Query, nowMs int64) (total int, page []int64) {
+	subj, from := q.needles()
+	return c.search(q, nowMs, subj, from)
+}
+
+// Matches returns the seqs of every email matching q's substrings and time
+// bounds that expires after nowMs, oldest first; q's page is not applied.
+func (c *Copy) Matches(q Query, nowMs int64) []int64 {
+	subj, from := q.needles()
+	var seqs []int64
+	lo, hi := c.timeRange(q)
+	c.scan(lo, hi, nowMs, subj, from, func(row int) { seqs = append(seqs, c.seq[row]) })
+	return seqs
+}
+
 // search counts the rows matching q's time bounds and needles that expire
 // after nowMs and returns the seqs of the page's rows, newest first. The
 // needles are folded; at least one is set. The last offset+limit matches are
 // kept in a ring, as the page is counted from the newest.
-func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, page []int64) {
+func (c *Copy) search(q Query, nowMs int64, subj, from []byte) (total int, page []int64) {
 	lo, hi := c.timeRange(q)
 	keep := max(hi-lo, 0)
 	if q.Offset < keep && q.Offset+q.Limit < keep {
@@ -391,25 +432,16 @@ func (c *columns) search(q Query, nowMs int64, subj, from []byte) (total int, pa
 	return total, page
 }
 
-// matches returns the rows matching q's time bounds and needles that expire
-// after nowMs, oldest first.
-func (c *columns) matches(q Query, nowMs int64, subj, from []byte) []int {
-	var rows []int
-	lo, hi := c.timeRange(q)
-	c.scan(lo, hi, nowMs, subj, from, func(row int) { rows = append(rows, row) })
-	return rows
-}
-
 // timeRange returns the rows lo to hi (exclusive) received within q's time
 // bounds.
-func (c *columns) timeRange(q Query) (lo, hi int) {
+func (c *Copy) timeRange(q Query) (lo, hi int) {
 	lo, hi = 0, c.len()
-	if q.FromTimestamp != nil {
-		min := *q.FromTimestamp
+	if q.FromMs != nil {
+		min := *q.FromMs
 		lo = sort.Search(c.len(), func(i int) bool { return c.recv[i] >= min })
 	}
-	if q.ToTimestamp != nil {
-		max := *q.ToTimestamp
+	if q.ToMs != nil {
+		max := *q.ToMs
 		hi = sort.Search(c.len(), func(i int) bool { return c.recv[i] > max })
 	}
 	return lo, hi
@@ -422,7 +454,7 @@ func (c *columns) timeRange(q Query) (lo, hi int) {
 // byte that is rarest in that text (SIMD byte search, at memory speed between
 // occurrences; a value's first bytes are often in every row, "for user …"),
 // and each row it is found in is then checked for the rest.
-func (c *columns) scan(lo, hi int, nowMs int64, subj, from []byte, match func(row int)) {
+func (c *Copy) scan(lo, hi int, nowMs int64, subj, from []byte, match func(row int)) {
 	if lo >= hi {
 		return
 	}
@@ -474,23 +506,25 @@ func (c *columns) scan(lo, hi int, nowMs int64, subj, from []byte, match func(ro
 	}
 }
 
-// columnCache holds the copies of the namespaces searched, within a budget.
-type columnCache struct {
-	budget int64
+// Cache holds the copies of the namespaces searched, within a budget of
+// memory. It is safe for concurrent use.
+type Cache struct {
+	budget    int64
+	liveCount string
 
 	mu    sync.Mutex
 	used  int64
 	tick  uint64
-	ns    map[string]*nsColumns
+	ns    map[string]*nsEntry
 	loads int // namespaces loaded whole, since the start (tests)
 }
 
-// nsColumns is one namespace's place in the cache.
-type nsColumns struct {
+// nsEntry is one namespace's place in the cache.
+type nsEntry struct {
 	update sync.Mutex // held while the copy is brought up to date
 
-	// Guarded by columnCache.mu.
-	cols    columns
+	// Guarded by Cache.mu.
+	cols    Copy
 	loaded  bool
 	bytes   int64
 	lastUse uint64
@@ -500,17 +534,53 @@ type nsColumns struct {
 	tooBigText int64
 }
 
-func newColumnCache(budget int64) *columnCache {
-	return &columnCache{budget: budget, ns: map[string]*nsColumns{}}
+// New returns a cache of copies that may take budget bytes in all.
+//
+// liveCount is the SQL expression of the number of a namespace's unexpired
+// emails, with the arguments namespace, now (Unix ms), namespace: the count
+// that the writers keep (inbox's namespace_counts) and that a copy's
+// unexpired rows must match, or else the copy is loaded again.
+func New(budget int64, liveCount string) *Cache {
+	return &Cache{budget: budget, liveCount: liveCount, ns: map[string]*nsEntry{}}
+}
+
+// Budget is the memory the copies may take in all.
+func (cc *Cache) Budget() int64 { return cc.budget }
+
+// Loaded reports whether the namespace's copy is in memory.
+func (cc *Cache) Loaded(nsID string) bool {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	e, ok := cc.ns[nsID]
+	return ok && e.loaded
+}
+
+// Size is the memory the namespace's copy takes, and whether it has one.
+func (cc *Cache) Size(nsID string) (int64, bool) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	e, ok := cc.ns[nsID]
+	if !ok || !e.loaded {
+		return 0, false
+	}
+	return e.bytes, true
+}
+
+// Loads is how many times a namespace's copy was loaded whole (rather than
+// caught up) since the cache was made.
+func (cc *Cache) Loads() int {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.loads
 }
 
 // entry returns the namespace's place in the cache, made if new.
-func (cc *columnCache) entry(nsID string) *nsColumns {
+func (cc *Cache) entry(nsID string) *nsEntry {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	e, ok := cc.ns[nsID]
 	if !ok {
-		e = &nsColumns{}
+		e = &nsEntry{}
 		cc.ns[nsID] = e
 	}
 	cc.tick++
@@ -524,7 +594,7 @@ func (cc *columnCache) entry(nsID string) *nsColumns {
 // would fit), and the namespace is searched in SQLite until a fresh load of it
 // would fit. Nor is a copy kept whose entry was dropped meanwhile; the search
 // that made it uses it all the same, as it is exact for its snapshot.
-func (cc *columnCache) publish(nsID string, e *nsColumns, cols columns) {
+func (cc *Cache) publish(nsID string, e *nsEntry, cols Copy) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	if cc.ns[nsID] != e {
@@ -533,7 +603,7 @@ func (cc *columnCache) publish(nsID string, e *nsColumns, cols columns) {
 	size := cols.bytes()
 	if size > cc.budget {
 		cc.used -= e.bytes
-		e.cols, e.loaded, e.bytes = columns{}, false, 0
+		e.cols, e.loaded, e.bytes = Copy{}, false, 0
 		n := int64(max(cols.len(), 1))
 		e.tooBigText = max((int64(cols.subj.liveText()+cols.from.liveText())+n-1)/n, 1)
 		return
@@ -554,25 +624,26 @@ func (cc *columnCache) publish(nsID string, e *nsColumns, cols columns) {
 		v := cc.ns[victim]
 		cc.used -= v.bytes
 		delete(cc.ns, victim)
-		v.cols, v.loaded, v.bytes = columns{}, false, 0
+		v.cols, v.loaded, v.bytes = Copy{}, false, 0
 	}
 }
 
-// drop forgets a namespace's copy.
-func (cc *columnCache) drop(nsID string) {
+// Drop forgets a namespace's copy: a search found it out of step with the
+// store. The next search loads the namespace again.
+func (cc *Cache) Drop(nsID string) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	if e, ok := cc.ns[nsID]; ok {
 		cc.used -= e.bytes
 		delete(cc.ns, nsID)
-		e.cols, e.loaded, e.bytes = columns{}, false, 0
+		e.cols, e.loaded, e.bytes = Copy{}, false, 0
 	}
 }
 
 // fits reports whether a fresh load of the namespace's want rows would fit the
 // budget, at its text's rate if a copy of it was ever over the budget, else at
 // estRowBytes a row. A namespace that does not fit loses its copy.
-func (cc *columnCache) fits(e *nsColumns, want int64) bool {
+func (cc *Cache) fits(e *nsEntry, want int64) bool {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	size := want * estRowBytes
@@ -583,29 +654,29 @@ func (cc *columnCache) fits(e *nsColumns, want int64) bool {
 		return true
 	}
 	cc.used -= e.bytes
-	e.cols, e.loaded, e.bytes = columns{}, false, 0
+	e.cols, e.loaded, e.bytes = Copy{}, false, 0
 	return false
 }
 
 // current returns the namespace's copy, if one is loaded.
-func (cc *columnCache) current(e *nsColumns) (columns, bool) {
+func (cc *Cache) current(e *nsEntry) (Copy, bool) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	return e.cols, e.loaded
 }
 
-// columnSelect reads the searched columns of emails.
-const columnSelect = "SELECT seq, received_ms, expires_ms, subject, from_addr FROM emails "
+// selectColumns reads the searched columns of emails.
+const selectColumns = "SELECT seq, received_ms, expires_ms, subject, from_addr FROM emails "
 
-func readColumnRows(ctx context.Context, tx *store.Tx, q string, args ...any) ([]columnRow, error) {
-	rows, err := tx.Query(ctx, columnSelect+q, args...)
+func readRows(ctx context.Context, tx *store.Tx, q string, args ...any) ([]emailRow, error) {
+	rows, err := tx.Query(ctx, selectColumns+q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []columnRow
+	var out []emailRow
 	for rows.Next() {
-		var r columnRow
+		var r emailRow
 		if err := rows.Scan(&r.seq, &r.recv, &r.exp, &r.subj, &r.from); err != nil {
 			return nil, err
 		}
@@ -614,9 +685,11 @@ func readColumnRows(ctx context.Context, tx *store.Tx, q string, args ...any) ([
 	return out, rows.Err()
 }
 
-// view returns the namespace's copy as of tx's snapshot, brought up to date
-// or loaded. ok is false when the namespace is too large for the budget.
-func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowMs int64) (cols columns, ok bool, err error) {
+// View returns the namespace's copy as of the snapshot of tx, a read
+// transaction of the SQLite store that takes its snapshot here (View's is its
+// first query), brought up to date or loaded. ok is false when the namespace
+// is too large for the budget: it is then searched in SQLite.
+func (cc *Cache) View(ctx context.Context, tx *store.Tx, nsID string, nowMs int64) (cols Copy, ok bool, err error) {
 	e := cc.entry(nsID)
 	// Held before the snapshot is taken, so that updates apply snapshots in
 	// order: a copy is never newer than the snapshot that updates it.
@@ -626,13 +699,13 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 	var through, want int64
 	// The highest seq ever given (AUTOINCREMENT's), not the highest stored:
 	// the newest emails may have been deleted.
-	err = tx.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'emails'), `+liveCount(tx),
+	err = tx.QueryRow(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'emails'), `+cc.liveCount,
 		nsID, nowMs, nsID).Scan(&through, &want)
 	if err != nil {
-		return columns{}, false, fmt.Errorf("size of namespace: %w", err)
+		return Copy{}, false, fmt.Errorf("size of namespace: %w", err)
 	}
 	if !cc.fits(e, want) {
-		return columns{}, false, nil
+		return Copy{}, false, nil
 	}
 
 	cols, loaded := cc.current(e)
@@ -642,7 +715,7 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 	if loaded {
 		cols, loaded, err = catchUp(ctx, tx, nsID, cols, through, want, nowMs)
 		if err != nil {
-			return columns{}, false, err
+			return Copy{}, false, err
 		}
 	}
 	if !loaded {
@@ -650,13 +723,13 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 		cc.loads++
 		cc.mu.Unlock()
 		start := time.Now()
-		cols, err = loadColumns(ctx, tx, nsID, through, want, nowMs)
+		cols, err = load(ctx, tx, nsID, through, want, nowMs)
 		if errors.Is(err, errTooLarge) {
-			cc.drop(nsID)
-			return columns{}, false, nil
+			cc.Drop(nsID)
+			return Copy{}, false, nil
 		}
 		if err != nil {
-			return columns{}, false, err
+			return Copy{}, false, err
 		}
 		if int64(cols.len()) != want {
 			slog.Warn("Namespace email count differs from its rows", "namespace", nsID, "count", want, "rows", cols.len())
@@ -673,15 +746,15 @@ func (cc *columnCache) view(ctx context.Context, tx *store.Tx, nsID string, nowM
 	return cols, true, nil
 }
 
-// loadColumns reads the namespace's unexpired emails into a new copy, rows
+// load reads the namespace's unexpired emails into a new copy, rows
 // scanned straight into it (want, the expected count, sizes the arrays).
-func loadColumns(ctx context.Context, tx *store.Tx, nsID string, through, want, nowMs int64) (columns, error) {
-	rows, err := tx.Query(ctx, columnSelect+"WHERE namespace_id = ? AND +expires_ms > ? ORDER BY received_ms, seq", nsID, nowMs)
+func load(ctx context.Context, tx *store.Tx, nsID string, through, want, nowMs int64) (Copy, error) {
+	rows, err := tx.Query(ctx, selectColumns+"WHERE namespace_id = ? AND +expires_ms > ? ORDER BY received_ms, seq", nsID, nowMs)
 	if err != nil {
-		return columns{}, fmt.Errorf("load namespace for search: %w", err)
+		return Copy{}, fmt.Errorf("load namespace for search: %w", err)
 	}
 	defer rows.Close()
-	cols := emptyColumns(through)
+	cols := emptyCopy(through)
 	n := int(min(max(want, 0), 1<<24)) + 1
 	cols.seq, cols.recv, cols.exp = make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 	cols.subj.off, cols.from.off = append(make([]uint32, 0, n+1), 0), append(make([]uint32, 0, n+1), 0)
@@ -691,14 +764,14 @@ func loadColumns(ctx context.Context, tx *store.Tx, nsID string, through, want, 
 	)
 	for rows.Next() {
 		if err := rows.Scan(&seq, &recv, &exp, &subj, &from); err != nil {
-			return columns{}, fmt.Errorf("load namespace for search: %w", err)
+			return Copy{}, fmt.Errorf("load namespace for search: %w", err)
 		}
 		if err := cols.addRow(seq, recv, exp, subj, from, false); err != nil {
-			return columns{}, errTooLarge
+			return Copy{}, errTooLarge
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return columns{}, fmt.Errorf("load namespace for search: %w", err)
+		return Copy{}, fmt.Errorf("load namespace for search: %w", err)
 	}
 	return cols, nil
 }
@@ -711,26 +784,26 @@ var errTooLarge = errors.New("namespace text too large to keep in memory")
 // namespace's emails past the copy's seq, drops the rows before the
 // namespace's oldest email, and checks the unexpired rows against want.
 // loaded is false when the copy must be loaded again.
-func catchUp(ctx context.Context, tx *store.Tx, nsID string, cols columns, through, want, nowMs int64) (columns, bool, error) {
+func catchUp(ctx context.Context, tx *store.Tx, nsID string, cols Copy, through, want, nowMs int64) (Copy, bool, error) {
 	if through-cols.through > max(maxCatchUp, int64(cols.len())) {
-		return columns{}, false, nil
+		return Copy{}, false, nil
 	}
 	if through > cols.through {
 		// seq is the rowid: a range of the table, every namespace's new rows.
 		// (The unary + here and in the load keeps SQLite from seeking the
 		// expiry index instead, which would visit every email of the store.)
-		rows, err := readColumnRows(ctx, tx, "WHERE seq > ? AND +namespace_id = ? AND +expires_ms > ?", cols.through, nsID, nowMs)
+		rows, err := readRows(ctx, tx, "WHERE seq > ? AND +namespace_id = ? AND +expires_ms > ?", cols.through, nsID, nowMs)
 		if err != nil {
-			return columns{}, false, fmt.Errorf("catch up namespace for search: %w", err)
+			return Copy{}, false, fmt.Errorf("catch up namespace for search: %w", err)
 		}
 		sort.Slice(rows, func(i, j int) bool { return rows[i].before(rows[j].recv, rows[j].seq) })
 		n := cols.len()
 		if len(rows) > 0 && n > 0 && rows[0].before(cols.recv[n-1], cols.seq[n-1]) {
 			if cols, err = cols.merged(rows); err != nil {
-				return columns{}, false, nil
+				return Copy{}, false, nil
 			}
 		} else if err := cols.add(rows); err != nil {
-			return columns{}, false, nil
+			return Copy{}, false, nil
 		}
 		cols.through = through
 	}
@@ -740,149 +813,25 @@ func catchUp(ctx context.Context, tx *store.Tx, nsID string, cols columns, throu
 	case errors.Is(err, sql.ErrNoRows):
 		cols = cols.dropBefore(1<<63-1, 0)
 	case err != nil:
-		return columns{}, false, fmt.Errorf("oldest email of namespace: %w", err)
+		return Copy{}, false, fmt.Errorf("oldest email of namespace: %w", err)
 	default:
 		cols = cols.dropBefore(recv, seq)
 	}
 	live := cols.unexpired(nowMs)
 	if live != want {
-		return columns{}, false, nil
+		return Copy{}, false, nil
 	}
 	if n := int64(cols.len()); n > 1024 && live < n/2 {
 		// Mostly expired rows the reaper has not deleted: keep the live ones.
-		fresh := emptyColumns(cols.through)
+		fresh := emptyCopy(cols.through)
 		for i := 0; i < cols.len(); i++ {
 			if cols.exp[i] > nowMs {
 				if err := fresh.copyRow(&cols, i); err != nil {
-					return columns{}, false, nil
+					return Copy{}, false, nil
 				}
 			}
 		}
 		cols = fresh
 	}
 	return cols, true, nil
-}
-
-// searchColumns answers a substring search from the namespace's copy in
-// memory (SQLite). ok is false when the copy cannot serve it: the namespace is
-// over the budget, or a page row is missing (the copy is then dropped).
-func (s *Searcher) searchColumns(ctx context.Context, q Query) (res Result, ok bool, err error) {
-	nowMs := s.now().UnixMilli()
-	var subj, from []byte
-	if q.SubjectIncludes != "" {
-		subj = []byte(store.Fold(q.SubjectIncludes))
-	}
-	if q.FromAddrIncludes != "" {
-		from = []byte(store.Fold(q.FromAddrIncludes))
-	}
-	err = s.db.InReadTx(ctx, func(tx *store.Tx) error {
-		cols, have, err := s.cols.view(ctx, tx, q.NamespaceID, nowMs)
-		if err != nil || !have {
-			return err
-		}
-		var total int
-		var page []int64
-		if q.ToAddrPrefix == "" {
-			total, page = cols.search(q, nowMs, subj, from)
-		} else if total, page, err = recipientPage(ctx, tx, q, &cols, cols.matches(q, nowMs, subj, from)); err != nil {
-			return err
-		}
-		res = Result{Total: total, Emails: make([]Email, 0, len(page))}
-		if len(page) == 0 {
-			ok = true
-			return nil
-		}
-		args := make([]any, len(page))
-		for i, seq := range page {
-			args[i] = seq
-		}
-		rows, err := tx.Query(ctx, "SELECT e.seq, "+emailCols+" FROM emails e"+rawJoin+" WHERE e.seq IN "+store.Placeholders(len(page)), args...)
-		if err != nil {
-			return fmt.Errorf("search emails: %w", err)
-		}
-		defer rows.Close()
-		found := make(map[int64]Email, len(page))
-		for rows.Next() {
-			var seq int64
-			var se storedEmail
-			if err := rows.Scan(append([]any{&seq}, se.dest()...)...); err != nil {
-				return fmt.Errorf("search emails: %w", err)
-			}
-			if found[seq], err = se.decode(); err != nil {
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("search emails: %w", err)
-		}
-		for _, seq := range page {
-			e, have := found[seq]
-			if !have {
-				slog.Warn("Search copy of namespace out of step; dropped", "namespace", q.NamespaceID, "seq", seq)
-				s.cols.drop(q.NamespaceID)
-				return nil
-			}
-			res.Emails = append(res.Emails, e)
-		}
-		ok = true
-		return nil
-	})
-	return res, ok, err
-}
-
-// recipientPage keeps, of a copy's rows (oldest first), those of emails with a
-// recipient that has q's to_addr_prefix, and returns their count and the seqs
-// of q's page, newest first. The prefix's range of email_recipients is read
-// when it holds no more entries than there are rows; otherwise the rows'
-// emails are looked up in it, so the cost follows the fewer of the two.
-func recipientPage(ctx context.Context, tx *store.Tx, q Query, c *columns, rows []int) (total int, page []int64, err error) {
-	page = make([]int64, 0, q.Limit)
-	if len(rows) == 0 {
-		return 0, page, nil
-	}
-	cond, args := recipientRange(q)
-	seqs, err := selectColumn[int64](ctx, tx, "SELECT r.email_seq FROM email_recipients r WHERE "+cond+" LIMIT ?",
-		append(args, len(rows)+1)...)
-	if err != nil {
-		return 0, nil, fmt.Errorf("search recipients: %w", err)
-	}
-	if len(seqs) > len(rows) {
-		emails := make([]int64, len(rows))
-		for i, r := range rows {
-			emails[i] = c.seq[r]
-		}
-		seqs = seqs[:0]
-		err = eachChunk(emails, func(part []any) error {
-			found, err := selectColumn[int64](ctx, tx, "SELECT DISTINCT r.email_seq FROM email_recipients r INDEXED BY email_recipients_email WHERE r.email_seq IN "+
-				store.Placeholders(len(part))+" AND "+cond, append(part, args...)...)
-			seqs = append(seqs, found...)
-			return err
-		})
-		if err != nil {
-			return 0, nil, fmt.Errorf("search recipients: %w", err)
-		}
-	}
-	with := make(map[int64]bool, len(seqs))
-	for _, s := range seqs {
-		with[s] = true
-	}
-	kept := rows[:0]
-	for _, r := range rows {
-		if with[c.seq[r]] {
-			kept = append(kept, r)
-		}
-	}
-	for m := len(kept) - 1 - q.Offset; m >= 0 && m >= len(kept)-q.Offset-q.Limit; m-- {
-		page = append(page, c.seq[kept[m]])
-	}
-	return len(kept), page, nil
-}
-
-// columnSearchable reports whether the copies in memory can answer q: a
-// substring filter on a store this process owns alone (SQLite: a copy is
-// kept up to date with every write, which a shared store's other replicas
-// would not tell it of; with to_addr_prefix, the copy's matches are checked
-// against the recipients' index).
-func (s *Searcher) columnSearchable(q Query) bool {
-	return s.cols != nil && !s.db.Shared() && (q.SubjectIncludes != "" || q.FromAddrIncludes != "")
 }
