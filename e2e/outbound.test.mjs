@@ -197,7 +197,7 @@ test("a send to verified external addresses goes through the relay: sent with it
   // to the return path the relay saw as MAIL FROM, with the null sender.
   const [host, port] = server.smtp.split(":");
   const transport = nodemailer.createTransport({ host, port: Number(port), secure: false });
-  const dsn = readFileSync(new URL("../internal/outbound/testdata/returns/postfix-bounce.eml", import.meta.url), "utf8")
+  const dsn = readFileSync(new URL("../internal/outbound/returns/testdata/postfix-bounce.eml", import.meta.url), "utf8")
     .replaceAll("{{RETURN_PATH}}", got.from)
     .replaceAll("{{RCPT}}", ok)
     .replaceAll("{{MESSAGE_ID}}", res.body.message_id)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
+	"github.com/catchbox/catchbox/internal/outbound/relay"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/store"
@@ -32,7 +33,7 @@ import (
 //     stored into that namespace's inbox by the ingest path SMTP uses
 //     (inbox.Ingester.DeliverInTx): delivered, provider internal;
 //   - the others go to the relay (CATCHBOX_RELAY_URL), one SMTP transaction
-//     with one RCPT per recipient, each with its own reply (relay.go): 250 is
+//     with one RCPT per recipient, each with its own reply (package relay): 250 is
 //     sent, 4xx deferred, 5xx bounced; a failure to connect, to start TLS or
 //     to authenticate defers every one of them. Without a relay they fail at
 //     once.
@@ -53,7 +54,7 @@ type Deliverer struct {
 	Key      *secret.Key
 	Ingester *inbox.Ingester
 	// Relay hands mail to external recipients; nil when none is configured.
-	Relay *Relay
+	Relay *relay.Client
 	// MaxAge is how long after its creation an email is retried for a
 	// deferred recipient (CATCHBOX_OUTBOUND_MAX_AGE).
 	MaxAge time.Duration
@@ -280,19 +281,20 @@ func (a *attempt) expire(maxAge time.Duration) {
 
 // relayed turns the relay's replies into events: one per outcome, each
 // recipient with its own reply.
-func (a *attempt) relayed(res RelayResult) {
+func (a *attempt) relayed(res relay.Result) {
 	byType := map[EventType]*NewEvent{}
 	var order []EventType
 	for i, r := range a.external {
 		rep := res.Replies[i]
-		ev := byType[rep.Event]
+		typ := relayEvents[rep.Outcome]
+		ev := byType[typ]
 		if ev == nil {
-			ev = &NewEvent{Type: rep.Event, Subtype: rep.Subtype, Provider: ProviderSMTP}
-			if rep.Event == EventSent {
+			ev = &NewEvent{Type: typ, Subtype: rep.Subtype, Provider: ProviderSMTP}
+			if typ == EventSent {
 				ev.ProviderMessageID = res.QueueID
 			}
-			byType[rep.Event] = ev
-			order = append(order, rep.Event)
+			byType[typ] = ev
+			order = append(order, typ)
 		}
 		er := NewEventRecipient{RecipientID: r.ID, Attempted: true, SMTPCode: rep.Code,
 			EnhancedStatusCode: rep.Enhanced, SMTPResponse: rep.Text, Action: rep.Action}
@@ -301,10 +303,10 @@ func (a *attempt) relayed(res RelayResult) {
 		} else {
 			er.DiagnosticCode = "x-catchbox; " + rep.Text
 		}
-		if rep.Event == EventBounced {
+		if typ == EventBounced {
 			er.BounceType, er.BounceClassification = "hard", bounceClassification(rep)
 		}
-		if rep.Event == EventDeferred {
+		if typ == EventDeferred {
 			a.deferred++
 		}
 		ev.Recipients = append(ev.Recipients, er)
@@ -314,9 +316,12 @@ func (a *attempt) relayed(res RelayResult) {
 	}
 }
 
+// relayEvents is the event of each outcome of a relay's reply.
+var relayEvents = map[relay.Outcome]EventType{relay.Sent: EventSent, relay.Deferred: EventDeferred, relay.Bounced: EventBounced}
+
 // bounceClassification is a coarse reading of a permanent reply's enhanced
 // status code (RFC 3463 section 3: its subject, the middle number).
-func bounceClassification(rep Reply) string {
+func bounceClassification(rep relay.Reply) string {
 	switch {
 	case strings.HasPrefix(rep.Enhanced, "5.1."):
 		return "invalid_recipient"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/jobs"
+	"github.com/catchbox/catchbox/internal/outbound/relay"
 	"github.com/catchbox/catchbox/internal/secret"
 )
 
@@ -44,7 +45,7 @@ type Verifier struct {
 	MailDomain string
 	// Relay is the relay of CATCHBOX_RELAY_URL, the one outbound delivery
 	// uses; nil sends nothing, and the job fails at once with a clear error.
-	Relay *Relay
+	Relay *relay.Client
 	// Now is the clock of link expiry; nil is time.Now.
 	Now func() time.Time
 }
@@ -97,9 +98,9 @@ func (v *Verifier) Handle(ctx context.Context, job *jobs.Job) error {
 	}
 	from := "no-reply@" + v.MailDomain
 	rep := v.Relay.Send(ctx, from, []string{d.Address}, v.message(from, d)).Replies[0]
-	switch rep.Event {
-	case EventSent:
-	case EventBounced:
+	switch rep.Outcome {
+	case relay.Sent:
+	case relay.Bounced:
 		return jobs.Permanent(fmt.Errorf("the relay refused the verification mail of destination %s: %s %s", d.ID, rep.Code, rep.Text))
 	default:
 		return fmt.Errorf("send the verification mail of destination %s: %s %s", d.ID, rep.Code, rep.Text)

@@ -8,14 +8,15 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/catchbox/catchbox/internal/outbound/returns"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/store"
 )
 
 // Returns receives what comes back to the return paths of outbound mail: the
-// SMTP listener hands it every message addressed to one (smtpd.Returns).
-// Delivery status notifications become bounced, delayed or delivered events
+// SMTP listener hands it every message addressed to one (smtpd.Returns), and
+// package returns reads it. Delivery status notifications become bounced, delayed or delivered events
 // of the recipients they name, feedback reports complained events; a hard
 // bounce or a complaint suppresses the address for the organisation. Anything
 // else sent to a return path is accepted and dropped with a log line: the
@@ -37,7 +38,7 @@ func (r *Returns) ReturnPath(addr string) (string, bool) {
 // reports, and returns once it is committed. A message that is not a report
 // is dropped (nil); so is a report about an email that does not exist.
 func (r *Returns) Receive(ctx context.Context, raw []byte, mailFrom string, ids []string) error {
-	rep, err := ParseReport(raw)
+	rep, err := returns.Parse(raw)
 	if err != nil {
 		slog.Info("Mail to a return path is not a delivery status notification or feedback report; dropped",
 			"mail_from", mailFrom, "outbound_ids", ids, "size", len(raw), "reason", err.Error())
@@ -70,7 +71,7 @@ const (
 // report. Blocks naming no recipient of the email, and actions RFC 3464 does
 // not define, are ignored with a log line. A report recorded before is not
 // recorded again (its events carry the report's id as provider_event_id).
-func (s *Store) RecordReport(ctx context.Context, emailID string, rep Report) (int, error) {
+func (s *Store) RecordReport(ctx context.Context, emailID string, rep returns.Report) (int, error) {
 	n := 0
 	err := s.db.InTx(ctx, func(tx *store.Tx) error {
 		n = 0
@@ -119,8 +120,8 @@ type reportEvent struct {
 }
 
 // reportEvents are the events rep makes of an email whose recipients are rs.
-func reportEvents(rep Report, rs []Recipient, emailID string) []reportEvent {
-	if rep.Kind == ReportFeedback {
+func reportEvents(rep returns.Report, rs []Recipient, emailID string) []reportEvent {
+	if rep.Kind == returns.Feedback {
 		return feedbackEvents(rep, rs, emailID)
 	}
 	var out []reportEvent
@@ -166,7 +167,7 @@ func reportEvents(rep Report, rs []Recipient, emailID string) []reportEvent {
 // feedbackEvents is the complained event of a feedback report. A report that
 // names no recipient of the email (mailbox providers often redact the
 // address) concerns its only external recipient when it has one.
-func feedbackEvents(rep Report, rs []Recipient, emailID string) []reportEvent {
+func feedbackEvents(rep returns.Report, rs []Recipient, emailID string) []reportEvent {
 	var matched []Recipient
 	seen := map[string]bool{}
 	for _, a := range rep.Complained {
@@ -224,7 +225,7 @@ func match(rs []Recipient, addrs ...string) []Recipient {
 
 // statusClass is the class of a failed block: its Status's first digit, else
 // its SMTP code's, else '5' (failed means the reporting MTA gave up).
-func statusClass(b ReportRecipient) byte {
+func statusClass(b returns.Recipient) byte {
 	switch {
 	case b.Status != "":
 		return b.Status[0]

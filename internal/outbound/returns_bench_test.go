@@ -9,23 +9,11 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
-
-// BenchmarkParseReport reads the Postfix DSN sample.
-func BenchmarkParseReport(b *testing.B) {
-	raw := sampleB(b, "postfix-bounce.eml", "bounce+x@localhost", "mary@example.org", "<m@localhost>")
-	b.SetBytes(int64(len(raw)))
-	for b.Loop() {
-		if _, err := outbound.ParseReport(raw); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
 
 // BenchmarkReturnOverSMTP delivers Postfix DSNs over one SMTP connection to
 // the return paths of b.N outbound emails (two recipients each) of the whole
@@ -62,7 +50,7 @@ func BenchmarkReturnOverSMTP(b *testing.B) {
 					b.Fatal(err)
 				}
 				rp := svc.Outbound.Routes.ReturnPath(svc.Key, in.ID)
-				mails = append(mails, sent{rp, sampleB(b, "postfix-bounce.eml", rp, "mary@example.org", in.MessageID)})
+				mails = append(mails, sent{rp, sample(b, "postfix-bounce.eml", rp, "mary@example.org", in.MessageID)})
 			}
 			c, err := smtp.Dial(l.Addr().String())
 			if err != nil {

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,9 +15,22 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/returns"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 )
+
+// sample reads a report of returns/testdata with its placeholders filled and
+// CRLF line ends, as it travels over SMTP.
+func sample(t testing.TB, name, returnPath, rcpt, messageID string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("returns", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.NewReplacer("{{RETURN_PATH}}", returnPath, "{{RCPT}}", rcpt, "{{MESSAGE_ID}}", messageID).Replace(string(b))
+	return []byte(strings.ReplaceAll(s, "\n", "\r\n"))
+}
 
 // serveSMTP serves the service's SMTP listener on a loopback port until the
 // test ends, and returns its address.
@@ -291,7 +307,7 @@ func TestRecordReport(t *testing.T) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		em := e.create(message(e.org, "s", to("Soft@Example.org", false), to("ok@example.org", false), to("me@team.localhost", true)))
-		n, err := e.s.RecordReport(ctx, em.ID, outbound.Report{Kind: outbound.ReportDSN, ID: "r1", Recipients: []outbound.ReportRecipient{
+		n, err := e.s.RecordReport(ctx, em.ID, returns.Report{Kind: returns.DSN, ID: "r1", Recipients: []returns.Recipient{
 			{Final: "soft@example.org", Action: "failed", Status: "4.4.7", DiagnosticCode: "smtp; 451 4.4.7 queue lifetime exceeded", SMTPCode: "451"},
 			{Final: "ok@example.org", Action: "relayed"},
 			{Final: "ok@example.org", Action: "transmogrified"},
@@ -316,7 +332,7 @@ func TestRecordReport(t *testing.T) {
 		}
 
 		// Both external recipients: an anonymous complaint names nobody.
-		anon := outbound.Report{Kind: outbound.ReportFeedback, ID: "arf1", FeedbackType: "abuse"}
+		anon := returns.Report{Kind: returns.Feedback, ID: "arf1", FeedbackType: "abuse"}
 		if n, err := e.s.RecordReport(ctx, em.ID, anon); err != nil || n != 0 {
 			t.Errorf("anonymous complaint with two external recipients: %d %v", n, err)
 		}

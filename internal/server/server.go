@@ -42,6 +42,7 @@ import (
 	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/relay"
 	"github.com/catchbox/catchbox/internal/pop3d"
 	"github.com/catchbox/catchbox/internal/preview"
 	"github.com/catchbox/catchbox/internal/routing"
@@ -344,17 +345,17 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	if err != nil {
 		return nil, err
 	}
-	var relay *outbound.Relay
+	var relayClient *relay.Client
 	if relayCfg != nil {
-		relay = &outbound.Relay{Relay: *relayCfg, HeloName: cfg.MailDomain}
+		relayClient = &relay.Client{Relay: *relayCfg, HeloName: cfg.MailDomain}
 		slog.Info("Outbound mail to external recipients goes through the relay", "relay", relayCfg.String())
 	}
 	routes := routing.New(cfg.MailDomain, s.Tenants)
 	outStore := outbound.NewStore(db, cfg.OutboundContentTTL, s.Webhooks)
 	s.Deliverer = &outbound.Deliverer{Store: outStore, DB: db, Routes: routes, Key: key,
-		Ingester: s.Ingester, MaxAge: cfg.OutboundMaxAge, Relay: relay}
+		Ingester: s.Ingester, MaxAge: cfg.OutboundMaxAge, Relay: relayClient}
 	s.Outbound = &outbound.Service{Store: outStore, DB: db, Jobs: s.Jobs, Tenants: s.Tenants, Searcher: s.Searcher, Routes: routes,
-		Verifier: &outbound.Verifier{Relay: relay, Store: outStore, Key: key, PublicURL: s.publicURL, MailDomain: routes.Domain()}}
+		Verifier: &outbound.Verifier{Relay: relayClient, Store: outStore, Key: key, PublicURL: s.publicURL, MailDomain: routes.Domain()}}
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Webhooks)
 	s.HTMLCheck = htmlcheck.NewService(s.Searcher, s.Tenants)
 	s.Previews = preview.New(preview.Config{Chromium: cfg.Chromium, Timeout: cfg.PreviewTimeout, Workers: cfg.PreviewWorkers}, s.HTMLCheck)

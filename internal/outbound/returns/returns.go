@@ -1,4 +1,17 @@
-package outbound
+// Package returns reads the reports that come back to the return paths of
+// outbound mail. A delivery status notification (RFC 3464) and a feedback
+// report (RFC 5965, ARF) are both multipart/report (RFC 6522): a
+// human-readable part, a machine-readable part named by the report-type
+// parameter, and the original message or its header. Only the machine-readable
+// part is read, and the original's recipients when a feedback report names
+// none; everything else a return path receives (auto-replies, reports of other
+// types, malformed ones) is not a report.
+//
+// The MIME structure is read by internal/message, Catchbox's one MIME reader;
+// the machine-readable part's fields, blocks of header fields (RFC 3464
+// section 2.1), by net/textproto. The package records nothing: outbound.Returns
+// turns a Report into the events of the recipients it names.
+package returns
 
 import (
 	"bufio"
@@ -13,55 +26,48 @@ import (
 	"net/textproto"
 	"strings"
 
-	gomessage "github.com/emersion/go-message"
+	"github.com/catchbox/catchbox/internal/message"
 )
-
-// Reports sent back to a return path. A delivery status notification (RFC
-// 3464) and a feedback report (RFC 5965, ARF) are both multipart/report
-// (RFC 6522): a human-readable part, a machine-readable part named by the
-// report-type parameter, and the original message or its header. Only the
-// machine-readable part is read here; everything else a return path receives
-// (auto-replies, reports of other types, malformed ones) is not a report.
 
 // Limits on what a report may make the server do: each block of a delivery
 // status is a recipient, each recipient an event.
 const (
-	// MaxReportRecipients is the most per-recipient blocks read from one
-	// delivery status notification, or recipients named by one feedback
-	// report; the rest are ignored.
-	MaxReportRecipients = 100
-	// maxReportPart bounds the bytes read of the machine-readable part
-	// (RFC 3464 fields are a few hundred bytes per recipient).
-	maxReportPart = 256 << 10
-	// maxReportDepth bounds how deep the report is looked for in nested
+	// MaxRecipients is the most per-recipient blocks read from one delivery
+	// status notification, or recipients named by one feedback report; the
+	// rest are ignored.
+	MaxRecipients = 100
+	// maxPart bounds the bytes read of the machine-readable part (RFC 3464
+	// fields are a few hundred bytes per recipient) and of the original.
+	maxPart = 256 << 10
+	// maxDepth bounds how deep the report is looked for in nested
 	// multiparts (some relays wrap it once more).
-	maxReportDepth = 3
-	// maxReportField bounds a field value kept from a report.
-	maxReportField = 1000
+	maxDepth = 3
+	// maxField bounds a field value kept from a report.
+	maxField = 1000
 )
 
 // ErrNotReport: the message is not a delivery status notification or a
 // feedback report (an auto-reply, a report of another type, a malformed one).
 var ErrNotReport = errors.New("not a delivery status notification or feedback report")
 
-// ReportKind is what a report is.
-type ReportKind string
+// Kind is what a report is: its report-type.
+type Kind string
 
 // Kinds of report.
 const (
-	ReportDSN      ReportKind = "delivery-status" // RFC 3464
-	ReportFeedback ReportKind = "feedback-report" // RFC 5965
+	DSN      Kind = "delivery-status" // RFC 3464
+	Feedback Kind = "feedback-report" // RFC 5965
 )
 
 // Report is what a report sent back to a return path says.
 type Report struct {
-	Kind ReportKind
+	Kind Kind
 	// ID identifies the report: its Message-ID, or a hash of its
 	// machine-readable part when it has none. A report delivered twice has
 	// the same ID, which makes recording it again a no-op.
 	ID string
 	// Recipients are the per-recipient blocks of a DSN, in order.
-	Recipients []ReportRecipient
+	Recipients []Recipient
 	// FeedbackType is a feedback report's Feedback-Type (abuse, fraud,
 	// virus, other, not-spam; RFC 5965 section 7.3), lower case.
 	FeedbackType string
@@ -71,9 +77,8 @@ type Report struct {
 	Complained []string
 }
 
-// ReportRecipient is one per-recipient block of a DSN (RFC 3464 section
-// 2.3).
-type ReportRecipient struct {
+// Recipient is one per-recipient block of a DSN (RFC 3464 section 2.3).
+type Recipient struct {
 	// Original is Original-Recipient's address, as the sender gave it in RCPT
 	// TO; Final is Final-Recipient's. Either may be empty.
 	Original, Final string
@@ -86,67 +91,60 @@ type ReportRecipient struct {
 	RemoteMTA      string // Remote-MTA's name, without its type
 }
 
-// ParseReport reads a message sent to a return path. It returns ErrNotReport
-// for a message that is neither kind of report, or one whose
-// machine-readable part cannot be read.
-func ParseReport(raw []byte) (Report, error) {
-	e, err := gomessage.Read(bytes.NewReader(raw))
-	if e == nil {
-		return Report{}, fmt.Errorf("%w: %w", ErrNotReport, err)
+// Parse reads a message sent to a return path. It returns ErrNotReport for a
+// message that is neither kind of report, or one whose machine-readable part
+// cannot be read.
+func Parse(raw []byte) (Report, error) {
+	root, ok := message.Tree(raw)
+	if !ok {
+		return Report{}, fmt.Errorf("%w: the message cannot be read as MIME", ErrNotReport)
 	}
-	rep, err := findReport(e, 0)
+	rep, err := find(root, 0)
 	if err != nil {
 		return Report{}, err
 	}
-	if id := strings.TrimSpace(e.Header.Get("Message-Id")); id != "" {
+	if id := strings.TrimSpace(root.Get("Message-Id")); id != "" {
 		rep.ID = "mid:" + hashOf([]byte(id))
 	}
 	return rep, nil
 }
 
-// findReport looks for a multipart/report of a known type in e, depth levels
-// down already.
-func findReport(e *gomessage.Entity, depth int) (Report, error) {
-	mt, params, _ := e.Header.ContentType()
-	if !strings.HasPrefix(mt, "multipart/") || depth > maxReportDepth {
+// find looks for a multipart/report of a known type in p, depth levels down
+// already.
+func find(p message.Part, depth int) (Report, error) {
+	mt := p.MediaType()
+	parts := p.Parts()
+	if !strings.HasPrefix(mt, "multipart/") || depth > maxDepth || parts == nil {
 		return Report{}, ErrNotReport
 	}
-	kind := ReportKind(strings.ToLower(params["report-type"]))
-	mr := e.MultipartReader()
-	if mr == nil {
-		return Report{}, ErrNotReport
-	}
+	kind := Kind(strings.ToLower(p.Param("report-type")))
 	var rep Report
 	found := false
-	var original *gomessage.Entity
-	for {
-		p, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil && p == nil {
-			return Report{}, fmt.Errorf("%w: %w", ErrNotReport, err)
-		}
-		pt, _, _ := p.Header.ContentType()
+	var original *message.Part
+	for _, c := range parts {
+		pt := c.MediaType()
+		var err error
 		switch {
-		case mt == "multipart/report" && !found && kind == ReportDSN &&
+		case mt == "multipart/report" && !found && kind == DSN &&
 			(pt == "message/delivery-status" || pt == "message/global-delivery-status"):
-			if rep, err = readDSN(p.Body); err != nil {
+			if rep, err = readDSN(c.Body()); err != nil {
 				return Report{}, err
 			}
 			found = true
-		case mt == "multipart/report" && !found && kind == ReportFeedback && pt == "message/feedback-report":
-			if rep, err = readFeedback(p.Body); err != nil {
+		case mt == "multipart/report" && !found && kind == Feedback && pt == "message/feedback-report":
+			if rep, err = readFeedback(c.Body()); err != nil {
 				return Report{}, err
 			}
 			found = true
-		case mt == "multipart/report" && kind == ReportFeedback && original == nil &&
+		case mt == "multipart/report" && kind == Feedback && original == nil &&
 			(pt == "message/rfc822" || pt == "text/rfc822-headers" || pt == "message/global" || pt == "message/global-headers"):
-			if original, err = gomessage.Read(io.LimitReader(p.Body, maxReportPart)); original == nil {
-				slog.Debug("A feedback report's original message is unreadable", "err", err)
+			if o, ok := message.Tree(limit(c.Body())); ok {
+				original = &o
+			} else {
+				slog.Debug("A feedback report's original message is unreadable")
 			}
 		case strings.HasPrefix(pt, "multipart/") && !found:
-			if r, err := findReport(p, depth+1); err == nil {
+			if r, err := find(c, depth+1); err == nil {
 				return r, nil
 			}
 		}
@@ -154,26 +152,29 @@ func findReport(e *gomessage.Entity, depth int) (Report, error) {
 	if !found {
 		return Report{}, ErrNotReport
 	}
-	if rep.Kind == ReportFeedback && len(rep.Complained) == 0 && original != nil {
-		rep.Complained = headerAddresses(original.Header, "To", "Cc")
+	if rep.Kind == Feedback && len(rep.Complained) == 0 && original != nil {
+		rep.Complained = headerAddresses(*original, "To", "Cc")
 	}
 	return rep, nil
 }
 
+// limit is b cut to maxPart bytes.
+func limit(b []byte) []byte { return b[:min(len(b), maxPart)] }
+
 // readDSN reads a message/delivery-status body: the per-message fields, then
 // one block of fields per recipient, blocks separated by blank lines (RFC
 // 3464 section 2.1).
-func readDSN(body io.Reader) (Report, error) {
+func readDSN(body []byte) (Report, error) {
 	data, blocks, err := readBlocks(body)
 	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{Kind: ReportDSN, ID: "dsn:" + hashOf(data)}
+	rep := Report{Kind: DSN, ID: "dsn:" + hashOf(data)}
 	if len(blocks) < 2 {
 		return Report{}, fmt.Errorf("%w: a delivery status without a recipient block", ErrNotReport)
 	}
 	for _, b := range blocks[1:] {
-		r := ReportRecipient{
+		r := Recipient{
 			Original:       typedValue(b.Get("Original-Recipient")),
 			Final:          typedValue(b.Get("Final-Recipient")),
 			Action:         strings.ToLower(field(b.Get("Action"))),
@@ -186,7 +187,7 @@ func readDSN(body io.Reader) (Report, error) {
 		}
 		r.SMTPCode = diagnosticSMTPCode(r.DiagnosticCode)
 		rep.Recipients = append(rep.Recipients, r)
-		if len(rep.Recipients) == MaxReportRecipients {
+		if len(rep.Recipients) == MaxRecipients {
 			break
 		}
 	}
@@ -198,7 +199,7 @@ func readDSN(body io.Reader) (Report, error) {
 
 // readFeedback reads a message/feedback-report body (RFC 5965 section 3.1):
 // one block of fields.
-func readFeedback(body io.Reader) (Report, error) {
+func readFeedback(body []byte) (Report, error) {
 	data, blocks, err := readBlocks(body)
 	if err != nil {
 		return Report{}, err
@@ -207,13 +208,13 @@ func readFeedback(body io.Reader) (Report, error) {
 		return Report{}, fmt.Errorf("%w: an empty feedback report", ErrNotReport)
 	}
 	b := blocks[0]
-	rep := Report{Kind: ReportFeedback, ID: "arf:" + hashOf(data),
+	rep := Report{Kind: Feedback, ID: "arf:" + hashOf(data),
 		FeedbackType: strings.ToLower(field(b.Get("Feedback-Type")))}
 	if rep.FeedbackType == "" {
 		return Report{}, fmt.Errorf("%w: a feedback report without Feedback-Type", ErrNotReport)
 	}
 	for _, v := range b.Values("Original-Rcpt-To") {
-		if a := bareAddress(v); a != "" && len(rep.Complained) < MaxReportRecipients {
+		if a := bareAddress(v); a != "" && len(rep.Complained) < MaxRecipients {
 			rep.Complained = append(rep.Complained, a)
 		}
 	}
@@ -221,17 +222,14 @@ func readFeedback(body io.Reader) (Report, error) {
 }
 
 // readBlocks reads blocks of header fields separated by blank lines, at most
-// maxReportPart bytes and MaxReportRecipients+1 blocks, and returns the bytes
-// read as well.
-func readBlocks(body io.Reader) ([]byte, []textproto.MIMEHeader, error) {
-	data, err := io.ReadAll(io.LimitReader(body, maxReportPart))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrNotReport, err)
-	}
+// maxPart bytes and MaxRecipients+1 blocks, and returns the bytes read as
+// well.
+func readBlocks(body []byte) ([]byte, []textproto.MIMEHeader, error) {
+	data := limit(body)
 	// Blank lines before a block, or several between two, are allowed.
 	r := textproto.NewReader(bufio.NewReader(bytes.NewReader(data)))
 	var blocks []textproto.MIMEHeader
-	for len(blocks) <= MaxReportRecipients {
+	for len(blocks) <= MaxRecipients {
 		for {
 			b, err := r.R.Peek(1)
 			if err != nil || (b[0] != '\r' && b[0] != '\n') {
@@ -259,8 +257,8 @@ func readBlocks(body io.Reader) ([]byte, []textproto.MIMEHeader, error) {
 // field is a field's value, comments and folding aside, bounded.
 func field(v string) string {
 	v = strings.Join(strings.Fields(v), " ")
-	if len(v) > maxReportField {
-		v = v[:maxReportField]
+	if len(v) > maxField {
+		v = v[:maxField]
 	}
 	return v
 }
@@ -323,20 +321,20 @@ func bareAddress(v string) string {
 	return ""
 }
 
-// headerAddresses are the addresses of the named fields of h.
-func headerAddresses(h gomessage.Header, names ...string) []string {
+// headerAddresses are the addresses of the named header fields of p.
+func headerAddresses(p message.Part, names ...string) []string {
 	var out []string
 	for _, n := range names {
-		for _, v := range h.Values(n) {
+		for _, v := range p.Values(n) {
 			list, err := mail.ParseAddressList(v)
 			if err != nil {
-				if a := bareAddress(v); a != "" {
+				if a := bareAddress(v); a != "" && len(out) < MaxRecipients {
 					out = append(out, a)
 				}
 				continue
 			}
 			for _, a := range list {
-				if len(out) < MaxReportRecipients {
+				if len(out) < MaxRecipients {
 					out = append(out, a.Address)
 				}
 			}

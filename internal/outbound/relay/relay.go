@@ -1,4 +1,10 @@
-package outbound
+// Package relay hands outbound mail to the SMTP relay of CATCHBOX_RELAY_URL
+// (go-smtp's client) and says what became of each recipient: one connection
+// and one mail transaction per attempt, one RCPT per recipient (RFC 5321
+// section 3.3), each with its own reply. It records nothing: the delivery job
+// (outbound.Deliverer) and the verification mails of destinations make their
+// events of the replies.
+package relay
 
 import (
 	"context"
@@ -17,10 +23,8 @@ import (
 	"github.com/catchbox/catchbox/internal/config"
 )
 
-// Relay hands outbound mail to the SMTP relay of CATCHBOX_RELAY_URL, with
-// go-smtp's client: one connection and one mail transaction per attempt, one
-// RCPT per recipient (RFC 5321 section 3.3), each with its own reply.
-type Relay struct {
+// Client is the relay of CATCHBOX_RELAY_URL and how to reach it.
+type Client struct {
 	config.Relay
 	// HeloName is the name of the EHLO command: the mail domain.
 	HeloName string
@@ -33,20 +37,42 @@ type Relay struct {
 	DialTimeout, CommandTimeout, DataTimeout time.Duration
 }
 
-// Reply is what the relay answered for one recipient, as the event it makes.
+// Outcome is what a reply means for its recipient (RFC 5321 section 4.2.1).
+type Outcome uint8
+
+// The outcomes of a recipient.
+const (
+	Sent     Outcome = iota + 1 // a 2xx: the relay took the message
+	Deferred                    // a 4xx, or no reply: try again later
+	Bounced                     // a 5xx: refused for good
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Sent:
+		return "sent"
+	case Deferred:
+		return "deferred"
+	case Bounced:
+		return "bounced"
+	}
+	return "Outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Reply is what the relay answered for one recipient, and what it means.
 type Reply struct {
-	Event    EventType // sent, deferred or bounced
-	Subtype  string
+	Outcome  Outcome
+	Subtype  string // the event's subtype: transient, permanent, connection, relay_<stage>
 	Action   string // the RFC 3464 Action the outcome stands for
 	Code     string // "250", "451", "550"; "" when no reply came (connection failures)
 	Enhanced string // "2.0.0", "4.2.0", "5.1.1"; "" when the reply had none
 	Text     string
 }
 
-// RelayResult is the outcome of one attempt: a Reply per recipient, in the
-// order given, and the relay's queue id of the message when its 250 to the
-// data named one.
-type RelayResult struct {
+// Result is the outcome of one attempt: a Reply per recipient, in the order
+// given, and the relay's queue id of the message when its 250 to the data
+// named one.
+type Result struct {
 	Replies []Reply
 	QueueID string
 }
@@ -58,10 +84,10 @@ type RelayResult struct {
 // applies to every recipient the relay accepted; a connection, TLS or
 // authentication failure, or one past the RCPTs, defers every recipient still
 // undecided.
-func (r *Relay) Send(ctx context.Context, from string, rcpts []string, msg []byte) RelayResult {
-	res := RelayResult{Replies: make([]Reply, len(rcpts))}
+func (r *Client) Send(ctx context.Context, from string, rcpts []string, msg []byte) Result {
+	res := Result{Replies: make([]Reply, len(rcpts))}
 	decided := make([]bool, len(rcpts))
-	deferRest := func(stage string, err error) RelayResult {
+	deferRest := func(stage string, err error) Result {
 		rep := failureReply(stage, err)
 		for i := range rcpts {
 			if !decided[i] {
@@ -120,7 +146,7 @@ func (r *Relay) Send(ctx context.Context, from string, rcpts []string, msg []byt
 
 // connect dials the relay, says EHLO, starts TLS as configured and
 // authenticates when the URL has credentials.
-func (r *Relay) connect(ctx context.Context) (*smtp.Client, error) {
+func (r *Client) connect(ctx context.Context) (*smtp.Client, error) {
 	dialer := net.Dialer{Timeout: orDefault(r.DialTimeout, 30*time.Second)}
 	conn, err := dialer.DialContext(ctx, "tcp", r.Addr())
 	if err != nil {
@@ -193,11 +219,11 @@ func smtpReply(se *smtp.SMTPError) Reply {
 	rep := Reply{Code: strconv.Itoa(se.Code), Enhanced: enhanced(se.EnhancedCode), Text: se.Message}
 	switch {
 	case se.Code >= 200 && se.Code < 300:
-		rep.Event, rep.Action = EventSent, "relayed"
+		rep.Outcome, rep.Action = Sent, "relayed"
 	case se.Code >= 400 && se.Code < 500:
-		rep.Event, rep.Subtype, rep.Action = EventDeferred, "transient", "delayed"
+		rep.Outcome, rep.Subtype, rep.Action = Deferred, "transient", "delayed"
 	default:
-		rep.Event, rep.Subtype, rep.Action = EventBounced, "permanent", "failed"
+		rep.Outcome, rep.Subtype, rep.Action = Bounced, "permanent", "failed"
 	}
 	return rep
 }
@@ -215,10 +241,10 @@ func failureReply(stage string, err error) Reply {
 		}
 		// A refused greeting, STARTTLS or AUTH is the relay's trouble or
 		// ours, not the recipient's: try again later.
-		rep.Event, rep.Subtype, rep.Action = EventDeferred, "relay_"+strings.ToLower(strings.ReplaceAll(stage, " ", "_")), "delayed"
+		rep.Outcome, rep.Subtype, rep.Action = Deferred, "relay_"+strings.ToLower(strings.ReplaceAll(stage, " ", "_")), "delayed"
 		return rep
 	}
-	return Reply{Event: EventDeferred, Subtype: "connection", Action: "delayed",
+	return Reply{Outcome: Deferred, Subtype: "connection", Action: "delayed",
 		Text: fmt.Sprintf("relay unreachable at %s: %s", stage, sanitize(err))}
 }
 
@@ -234,7 +260,7 @@ func sanitize(err error) string {
 // okReply is the outcome of the relay's 250 to the data: every recipient it
 // accepted is sent.
 func okReply(text string) Reply {
-	rep := Reply{Event: EventSent, Action: "relayed", Code: "250", Text: text}
+	rep := Reply{Outcome: Sent, Action: "relayed", Code: "250", Text: text}
 	if code, rest, ok := strings.Cut(text, " "); ok && enhancedRE.MatchString(code) {
 		rep.Enhanced, rep.Text = code, rest
 	}

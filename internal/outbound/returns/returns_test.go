@@ -1,4 +1,4 @@
-package outbound_test
+package returns_test
 
 import (
 	"errors"
@@ -8,20 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/returns"
 )
 
-// sample reads a report of testdata/returns with its placeholders filled and
-// CRLF line ends, as it travels over SMTP.
-func sample(t *testing.T, name, returnPath, rcpt, messageID string) []byte {
+// sample reads a report of testdata with its placeholders filled and CRLF
+// line ends, as it travels over SMTP.
+func sample(t testing.TB, name, returnPath, rcpt, messageID string) []byte {
 	t.Helper()
-	return sampleB(t, name, returnPath, rcpt, messageID)
-}
-
-// sampleB is sample for tests and benchmarks.
-func sampleB(t testing.TB, name, returnPath, rcpt, messageID string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "returns", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,27 +23,38 @@ func sampleB(t testing.TB, name, returnPath, rcpt, messageID string) []byte {
 	return []byte(strings.ReplaceAll(s, "\n", "\r\n"))
 }
 
-func TestParseReport(t *testing.T) {
+// BenchmarkParse reads the Postfix DSN sample.
+func BenchmarkParse(b *testing.B) {
+	raw := sample(b, "postfix-bounce.eml", "bounce+x@localhost", "mary@example.org", "<m@localhost>")
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := returns.Parse(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
 	const rp, rcpt = "bounce+0193@localhost", "mary@example.org"
 	for _, tc := range []struct {
 		file string
-		want outbound.Report
+		want returns.Report
 	}{
-		{"postfix-bounce.eml", outbound.Report{Kind: outbound.ReportDSN, Recipients: []outbound.ReportRecipient{
+		{"postfix-bounce.eml", returns.Report{Kind: returns.DSN, Recipients: []returns.Recipient{
 			{Original: rcpt, Final: rcpt, Action: "failed", Status: "5.1.1", SMTPCode: "550", RemoteMTA: "mail.example.org",
 				DiagnosticCode: "smtp; 550 5.1.1 <mary@example.org>: Recipient address rejected: User unknown in virtual mailbox table"},
 			{Original: "nobody@example.org", Final: "nobody@example.org", Action: "failed", Status: "5.1.1", SMTPCode: "550",
 				RemoteMTA: "mail.example.org", DiagnosticCode: "smtp; 550 5.1.1 <nobody@example.org>: Recipient address rejected: User unknown in virtual mailbox table"},
 		}}},
-		{"postfix-delayed.eml", outbound.Report{Kind: outbound.ReportDSN, Recipients: []outbound.ReportRecipient{
+		{"postfix-delayed.eml", returns.Report{Kind: returns.DSN, Recipients: []returns.Recipient{
 			{Original: rcpt, Final: rcpt, Action: "delayed", Status: "4.4.1",
 				DiagnosticCode: "X-Postfix; connect to mail.example.com[203.0.113.9]:25: Connection timed out"},
 		}}},
-		{"yahoo-arf.eml", outbound.Report{Kind: outbound.ReportFeedback, FeedbackType: "abuse", Complained: []string{rcpt}}},
-		{"gmail-arf.eml", outbound.Report{Kind: outbound.ReportFeedback, FeedbackType: "fraud", Complained: []string{rcpt}}},
+		{"yahoo-arf.eml", returns.Report{Kind: returns.Feedback, FeedbackType: "abuse", Complained: []string{rcpt}}},
+		{"gmail-arf.eml", returns.Report{Kind: returns.Feedback, FeedbackType: "fraud", Complained: []string{rcpt}}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			got, err := outbound.ParseReport(sample(t, tc.file, rp, rcpt, "<m1@localhost>"))
+			got, err := returns.Parse(sample(t, tc.file, rp, rcpt, "<m1@localhost>"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,9 +69,9 @@ func TestParseReport(t *testing.T) {
 	}
 }
 
-// TestParseReportRefuses: what is not a report of a known kind is
+// TestParseRefuses: what is not a report of a known kind is
 // ErrNotReport, never a half-read report.
-func TestParseReportRefuses(t *testing.T) {
+func TestParseRefuses(t *testing.T) {
 	vacation := string(sample(t, "vacation.eml", "bounce+1@localhost", "mary@example.org", "<m@x>"))
 	for name, raw := range map[string]string{
 		"auto-reply":       vacation,
@@ -76,37 +81,37 @@ func TestParseReportRefuses(t *testing.T) {
 		"no feedback type": "Content-Type: multipart/report; report-type=feedback-report; boundary=b\r\n\r\n--b\r\nContent-Type: message/feedback-report\r\n\r\nVersion: 1\r\n\r\n--b--\r\n",
 		"not multipart":    "Content-Type: multipart/report; report-type=delivery-status\r\n\r\nFinal-Recipient: rfc822; a@b\r\n",
 	} {
-		if _, err := outbound.ParseReport([]byte(raw)); !errors.Is(err, outbound.ErrNotReport) {
+		if _, err := returns.Parse([]byte(raw)); !errors.Is(err, returns.ErrNotReport) {
 			t.Errorf("%s: %v, want ErrNotReport", name, err)
 		}
 	}
 }
 
-// FuzzParseReport reads arbitrary messages as a return path receives them:
+// FuzzParse reads arbitrary messages as a return path receives them:
 // no panic, and a report it returns is within the limits (a kind, an id,
 // at most MaxReportRecipients recipients each naming an address, a feedback
 // type for a feedback report).
-func FuzzParseReport(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, name := range []string{"postfix-bounce.eml", "postfix-delayed.eml", "yahoo-arf.eml", "gmail-arf.eml", "vacation.eml"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "returns", name))
+		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		rep, err := outbound.ParseReport(raw)
+		rep, err := returns.Parse(raw)
 		if err != nil {
-			if !errors.Is(err, outbound.ErrNotReport) {
+			if !errors.Is(err, returns.ErrNotReport) {
 				t.Fatalf("error %v is not ErrNotReport", err)
 			}
 			return
 		}
-		if rep.ID == "" || len(rep.Recipients) > outbound.MaxReportRecipients || len(rep.Complained) > outbound.MaxReportRecipients {
+		if rep.ID == "" || len(rep.Recipients) > returns.MaxRecipients || len(rep.Complained) > returns.MaxRecipients {
 			t.Fatalf("report %+v", rep)
 		}
 		switch rep.Kind {
-		case outbound.ReportDSN:
+		case returns.DSN:
 			if len(rep.Recipients) == 0 {
 				t.Fatal("a DSN without recipients")
 			}
@@ -115,7 +120,7 @@ func FuzzParseReport(f *testing.F) {
 					t.Fatalf("a block naming no recipient: %+v", r)
 				}
 			}
-		case outbound.ReportFeedback:
+		case returns.Feedback:
 			if rep.FeedbackType == "" {
 				t.Fatal("a feedback report without its type")
 			}
@@ -123,4 +128,22 @@ func FuzzParseReport(f *testing.F) {
 			t.Fatalf("kind %q", rep.Kind)
 		}
 	})
+}
+
+// TestParseIsLenient: a report is read as leniently as internal/message reads
+// any mail: one cut off before its close-delimiter, or whose Content-Type
+// lacks a semicolon, still says what it says.
+func TestParseIsLenient(t *testing.T) {
+	const block = "--b\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example.org\r\n\r\n" +
+		"Final-Recipient: rfc822; mary@example.org\r\nAction: failed\r\nStatus: 5.1.1\r\n"
+	for name, raw := range map[string]string{
+		"no close-delimiter":       "Content-Type: multipart/report; report-type=delivery-status; boundary=b\r\n\r\n" + block,
+		"a Content-Type without ;": "Content-Type: multipart/report report-type=delivery-status; boundary=b\r\n\r\n" + block + "--b--\r\n",
+	} {
+		rep, err := returns.Parse([]byte(raw))
+		if err != nil || rep.Kind != returns.DSN || len(rep.Recipients) != 1 || rep.Recipients[0].Final != "mary@example.org" ||
+			rep.Recipients[0].Status != "5.1.1" {
+			t.Errorf("%s: %+v %v", name, rep, err)
+		}
+	}
 }
