@@ -10,10 +10,12 @@ import (
 
 	gomessage "github.com/emersion/go-message"
 	gomail "github.com/emersion/go-message/mail"
+
+	"github.com/catchbox/catchbox/internal/outbound/compose"
 )
 
-// FuzzBuild builds messages from arbitrary subjects, names, filenames,
-// bodies and attachment bytes that the request checks let through, and reads
+// FuzzBuild builds messages (compose.Build) from arbitrary subjects, names,
+// filenames, bodies and attachment bytes that the request checks let through, and reads
 // each back with go-message: every value must come back as it went in, and
 // no line may pass RFC 5322's 998 characters.
 func FuzzBuild(f *testing.F) {
@@ -37,11 +39,10 @@ func FuzzBuild(f *testing.F) {
 		if len(c.fields) > 0 || filename == "" || text == "" && html == "" || !valid {
 			t.Skip()
 		}
-		raw, err := build(composition{MessageID: "id@localhost", Date: time.Unix(1795579364, 0),
-			From: Address{Email: "a@ns.localhost", Name: name}, To: []Address{{Email: "b@ns.localhost", Name: name}},
+		raw, err := compose.Build(compose.Message{MessageID: "id@localhost", Date: time.Unix(1795579364, 0),
+			From: compose.Address{Email: "a@ns.localhost", Name: name}, To: []compose.Address{{Email: "b@ns.localhost", Name: name}},
 			Subject: subject, Text: text, HTML: html,
-			Attachments: []NewAttachment{{Filename: filename, ContentType: "application/octet-stream",
-				Disposition: DispositionAttachment, Data: data}}})
+			Attachments: []compose.Attachment{{Filename: filename, ContentType: "application/octet-stream", Data: data}}})
 		if err != nil {
 			t.Fatal(err)
 		}

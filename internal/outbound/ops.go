@@ -11,6 +11,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
+	"github.com/catchbox/catchbox/internal/outbound/compose"
 	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/store"
@@ -167,7 +168,7 @@ func (s *Service) Reply(ctx context.Context, p tenant.Principal, req ReplyReques
 	if err != nil {
 		return Email{}, err
 	}
-	derived := replyRecipients(src.Email)
+	derived := fromComposed(compose.ReplyRecipients(src.Email))
 	if len(derived) == 0 {
 		return Email{}, problem.Errorf(problem.Conflict, "no_reply_address", "the email has no Reply-To or From address to reply to")
 	}
@@ -178,10 +179,10 @@ func (s *Service) Reply(ctx context.Context, p tenant.Principal, req ReplyReques
 		return Email{}, err
 	}
 	if strings.TrimSpace(d.Subject) == "" {
-		d.Subject = replySubject(src.Subject)
+		d.Subject = compose.ReplySubject(src.Subject)
 	}
 	o := outgoing{draft: d, Type: TypeReply, Source: src.ID}
-	o.InReplyTo, o.References = threading(src.Headers)
+	o.InReplyTo, o.References = compose.Threading(src.Headers)
 	return s.create(ctx, p.Org.ID, ns, o)
 }
 
@@ -215,9 +216,9 @@ func (s *Service) Forward(ctx context.Context, p tenant.Principal, req ForwardRe
 		return Email{}, err
 	}
 	if strings.TrimSpace(d.Subject) == "" {
-		d.Subject = forwardSubject(src.Subject)
+		d.Subject = compose.ForwardSubject(src.Subject)
 	}
-	d.HTML, d.Text = forwardBodies(d.HTML, d.Text, src.Email)
+	d.HTML, d.Text = compose.ForwardBodies(d.HTML, d.Text, src.Email)
 	d.Attachments = append(carried, d.Attachments...)
 	return s.create(ctx, p.Org.ID, ns, outgoing{draft: d, Type: TypeForward, Source: src.ID})
 }
@@ -314,10 +315,18 @@ func (s *Service) create(ctx context.Context, orgID string, ns tenant.Namespace,
 	}
 
 	id := NewID()
-	comp := composition{MessageID: id + "@" + s.Routes.Domain(), Date: s.Store.now(), From: from,
-		ReplyTo: o.ReplyTo, To: o.To, Cc: o.Cc, Subject: o.Subject, InReplyTo: o.InReplyTo,
-		References: o.References, HTML: o.HTML, Text: o.Text, Attachments: o.Attachments}
-	source, err := build(comp)
+	comp := compose.Message{MessageID: id + "@" + s.Routes.Domain(), Date: s.Store.now(), From: composed(from),
+		To: composedList(o.To), Cc: composedList(o.Cc), Subject: o.Subject, InReplyTo: o.InReplyTo,
+		References: o.References, HTML: o.HTML, Text: o.Text}
+	if o.ReplyTo != nil {
+		replyTo := composed(*o.ReplyTo)
+		comp.ReplyTo = &replyTo
+	}
+	for _, a := range o.Attachments {
+		comp.Attachments = append(comp.Attachments, compose.Attachment{Filename: a.Filename, ContentType: a.ContentType,
+			ContentID: a.ContentID, Inline: a.Disposition == DispositionInline, Data: a.Data})
+	}
+	source, err := compose.Build(comp)
 	if err != nil {
 		return Email{}, fmt.Errorf("build outbound message: %w", err)
 	}
@@ -338,6 +347,26 @@ func (s *Service) create(ctx context.Context, orgID string, ns tenant.Namespace,
 		return err
 	})
 	return e, err
+}
+
+// composed is an address as compose writes it; composedList a list of them.
+func composed(a Address) compose.Address { return compose.Address{Email: a.Email, Name: a.Name} }
+
+func composedList(as []Address) []compose.Address {
+	var out []compose.Address
+	for _, a := range as {
+		out = append(out, composed(a))
+	}
+	return out
+}
+
+// fromComposed are compose's addresses as outbound's.
+func fromComposed(as []compose.Address) []Address {
+	var out []Address
+	for _, a := range as {
+		out = append(out, Address{Email: a.Email, Name: a.Name})
+	}
+	return out
 }
 
 // recipients classifies the draft's recipients (the seed's sending rule 1):

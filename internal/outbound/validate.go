@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/catchbox/catchbox/internal/outbound/compose"
 	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/routing"
 )
@@ -25,7 +26,7 @@ const (
 	// encoded RFC 5322 message (contract section 5).
 	MaxMessageBytes = 5 << 20
 	// MaxSubject is the longest subject, in characters: RFC 5322's line limit.
-	MaxSubject = 998
+	MaxSubject = compose.MaxSubject
 	// MaxNamespace is the longest namespace query value.
 	MaxNamespace = 253
 	// maxName is the longest display name, in characters.

@@ -1,4 +1,9 @@
-package outbound
+// Package compose writes outbound email: the RFC 5322 message of a send, a
+// reply or a forward (Build), and what a reply and a forward take from the
+// inbound email they are made from (reply.go): the subject, the threading
+// fields, the reply's recipients and the forwarded bodies. It checks nothing:
+// the outbound operations hand it values their sending rules accepted.
+package compose
 
 import (
 	"bytes"
@@ -17,12 +22,12 @@ import (
 	"github.com/emersion/go-message/textproto"
 )
 
-// composition is one outbound message as its RFC 5322 form shows it: the
-// header fields of RFC 5322 section 3.6 and the MIME bodies and attachments
-// (RFC 2045, RFC 2046). Bcc recipients are not in it: they are named only in
-// the envelope (RFC 5322 section 3.6.3 allows either; leaving them out keeps
-// them from every recipient).
-type composition struct {
+// Message is one outbound message as its RFC 5322 form shows it: the header
+// fields of RFC 5322 section 3.6 and the MIME bodies and attachments (RFC
+// 2045, RFC 2046). Bcc recipients are not in it: they are named only in the
+// envelope (RFC 5322 section 3.6.3 allows either; leaving them out keeps them
+// from every recipient).
+type Message struct {
 	// MessageID is the msg-id without angle brackets: <id>@<mail domain>.
 	MessageID string
 	Date      time.Time
@@ -35,7 +40,22 @@ type composition struct {
 	InReplyTo   []string
 	References  []string
 	HTML, Text  string
-	Attachments []NewAttachment
+	Attachments []Attachment
+}
+
+// Address is a mailbox: an address and its display name ("" for none).
+type Address struct {
+	Email, Name string
+}
+
+// Attachment is an attachment or, Inline, a part shown in the HTML body by
+// its ContentID (written without angle brackets).
+type Attachment struct {
+	Filename    string
+	ContentType string
+	ContentID   string
+	Inline      bool
+	Data        []byte
 }
 
 // entity is one MIME entity to write: its header and either its body or, for
@@ -48,7 +68,7 @@ type entity struct {
 	parts    []*entity
 }
 
-// build writes c as an RFC 5322 message (CRLF line endings, every line within
+// Build writes m as an RFC 5322 message (CRLF line endings, every line within
 // the 78 characters RFC 5322 section 2.1.1 recommends except where a header
 // value offers no place to fold, and none over its 998) with go-message's
 // header formatting and multipart writer. Its structure is the least that
@@ -58,11 +78,11 @@ type entity struct {
 //	text and html                   multipart/alternative (text first: RFC 2046 section 5.1.4)
 //	+ inline parts with Content-ID  multipart/related around them (RFC 2387)
 //	+ other attachments             multipart/mixed around all (RFC 2046 section 5.1.3)
-func build(c composition) ([]byte, error) {
-	root := body(c.HTML, c.Text)
+func Build(m Message) ([]byte, error) {
+	root := body(m.HTML, m.Text)
 	var related, mixed []*entity
-	for _, a := range c.Attachments {
-		if a.Disposition == DispositionInline && a.ContentID != "" {
+	for _, a := range m.Attachments {
+		if a.Inline && a.ContentID != "" {
 			related = append(related, attachment(a))
 		} else {
 			mixed = append(mixed, attachment(a))
@@ -76,7 +96,7 @@ func build(c composition) ([]byte, error) {
 		root = multipart("mixed", append([]*entity{root}, mixed...))
 	}
 
-	fields, err := headerFields(c)
+	fields, err := headerFields(m)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +163,7 @@ func fold(name, value string) []byte {
 // headerFields are the message's own header fields, in the order written,
 // formatted by go-message: display names and a subject that are not ASCII
 // become RFC 2047 encoded words.
-func headerFields(c composition) ([][2]string, error) {
+func headerFields(c Message) ([][2]string, error) {
 	var h gomail.Header
 	h.SetDate(c.Date.UTC())
 	h.SetAddressList("From", []*mail.Address{mailAddress(c.From)})
@@ -242,13 +262,17 @@ func textPart(subtype, s string) *entity {
 // attachment is an attachment or inline part, base64 (RFC 2045 section 6.8),
 // named in Content-Disposition (RFC 2183) and, for older readers, in the
 // Content-Type's name parameter.
-func attachment(a NewAttachment) *entity {
+func attachment(a Attachment) *entity {
 	e := &entity{body: a.Data, encoding: "base64"}
 	if a.ContentID != "" {
 		e.header.Set("Content-Id", "<"+a.ContentID+">")
 	}
 	e.header.Set("Content-Transfer-Encoding", e.encoding)
-	e.header.Set("Content-Disposition", a.Disposition+"; "+param("filename", a.Filename))
+	disposition := "attachment"
+	if a.Inline {
+		disposition = "inline"
+	}
+	e.header.Set("Content-Disposition", disposition+"; "+param("filename", a.Filename))
 	e.header.Set("Content-Type", a.ContentType+"; "+param("name", a.Filename))
 	return e
 }

@@ -1,4 +1,4 @@
-package outbound
+package compose
 
 import (
 	"html"
@@ -15,16 +15,19 @@ import (
 // the subject, the threading headers (RFC 5322 section 3.6.4), the reply's
 // recipient, and the forwarded message's header block and bodies.
 
-// replySubject is the subject of a reply: "Re: " and the original, unless the
+// MaxSubject is the longest subject, in characters: RFC 5322's line limit.
+const MaxSubject = 998
+
+// ReplySubject is the subject of a reply: "Re: " and the original, unless the
 // original already starts with Re: (RFC 5322 section 3.6.5), so that a thread
 // does not grow "Re: Re: ".
-func replySubject(orig string) string {
+func ReplySubject(orig string) string {
 	return prefixed("Re: ", orig, "re:")
 }
 
-// forwardSubject is the subject of a forward: "Fwd: " and the original,
+// ForwardSubject is the subject of a forward: "Fwd: " and the original,
 // unless it already starts with Fwd: or Fw:.
-func forwardSubject(orig string) string {
+func ForwardSubject(orig string) string {
 	return prefixed("Fwd: ", orig, "fwd:", "fw:")
 }
 
@@ -62,12 +65,12 @@ func msgIDs(v string) []string {
 // be trimmed; the first message and the latest ones are kept.
 const maxReferences = 20
 
-// threading returns the In-Reply-To and References of a reply to an email
+// Threading returns the In-Reply-To and References of a reply to an email
 // with the header map h (RFC 5322 section 3.6.4): In-Reply-To its
 // Message-ID; References its References (or, lacking them, its In-Reply-To
 // when that names one message) followed by its Message-ID. An email without a
 // Message-ID gives neither but its references.
-func threading(h map[string]string) (inReplyTo, references []string) {
+func Threading(h map[string]string) (inReplyTo, references []string) {
 	id := msgIDs(h["message-id"])
 	refs := msgIDs(h["references"])
 	if len(refs) == 0 {
@@ -85,9 +88,9 @@ func threading(h map[string]string) (inReplyTo, references []string) {
 	return inReplyTo, refs
 }
 
-// replyRecipients are whom a reply goes to: the addresses of the email's
+// ReplyRecipients are whom a reply goes to: the addresses of the email's
 // Reply-To, else its From (RFC 5322 section 3.6.2).
-func replyRecipients(e inbox.Email) []Address {
+func ReplyRecipients(e inbox.Email) []Address {
 	if v := strings.TrimSpace(e.Headers["reply-to"]); v != "" {
 		if as := parseAddresses(v); len(as) > 0 {
 			return as
@@ -169,11 +172,11 @@ func (f forwardHeader) fields() [][2]string {
 	return out
 }
 
-// forwardBodies are a forward's text and HTML: what the sender wrote, then
+// ForwardBodies are a forward's text and HTML: what the sender wrote, then
 // the forwarded message's header block and its body. Both alternatives are
 // always written, each from the matching body where there is one and from
 // the other where not, so every reader sees the whole forward.
-func forwardBodies(userHTML, userText string, e inbox.Email) (htmlBody, textBody string) {
+func ForwardBodies(userHTML, userText string, e inbox.Email) (htmlBody, textBody string) {
 	fh := newForwardHeader(e)
 
 	var t strings.Builder
