@@ -6,7 +6,7 @@ import (
 	"net/mail"
 	"strings"
 
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/destinations"
 )
 
 // destinationCmd is `catchbox admin destination add|list|remove` (contract
@@ -42,7 +42,7 @@ func (c *destinationAddCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	d, created, err := outbound.NewStore(env.db, 0, nil).AddVerifiedDestination(env.ctx, o.ID, addr)
+	d, created, err := destinations.NewStore(env.db).AddVerified(env.ctx, o.ID, addr)
 	if err != nil {
 		return err
 	}
@@ -64,16 +64,16 @@ func (c *destinationListCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	ds, err := outbound.NewStore(env.db, 0, nil).Destinations(env.ctx, o.ID)
+	ds, err := destinations.NewStore(env.db).List(env.ctx, o.ID)
 	if err != nil {
 		return err
 	}
 	if env.json {
 		if ds == nil {
-			ds = []outbound.Destination{}
+			ds = []destinations.Destination{}
 		}
 		env.print(struct {
-			Data []outbound.Destination `json:"data"`
+			Data []destinations.Destination `json:"data"`
 		}{ds}, "")
 		return nil
 	}
@@ -101,8 +101,8 @@ func (c *destinationRemoveCmd) Run(a *adminCmd) error {
 		return err
 	}
 	defer done()
-	err = outbound.NewStore(env.db, 0, nil).RemoveDestinationAddress(env.ctx, o.ID, c.Email)
-	if errors.Is(err, outbound.ErrNotFound) {
+	err = destinations.NewStore(env.db).RemoveAddress(env.ctx, o.ID, c.Email)
+	if errors.Is(err, destinations.ErrNotFound) {
 		return fmt.Errorf("organisation %s has no destination %s", o.Name, c.Email)
 	}
 	if err != nil {

@@ -29,7 +29,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/inbox"
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/destinations"
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/store"
@@ -55,7 +55,7 @@ type apiEnv struct {
 	otherKey string // organisation "other"
 	ns       tenant.Namespace
 	// verifier makes the verification links of destinations.
-	verifier *outbound.Verifier
+	verifier *destinations.Verifier
 	// skew is added to the real time of the TOTP service's clock, so a device can
 	// be made to expire without waiting.
 	skew atomic.Int64

@@ -58,6 +58,7 @@ func newServiceEnv(t testing.TB, db *store.DB, configure func(*config.Serve)) *a
 	svc := servertest.New(t, db, cfg)
 	e := &apiEnv{t: t, db: db, svc: svc, key: svc.NewKey, clock: &clock{now: start}}
 	svc.Outbound.Store.Now = e.clock.Now
+	svc.Outbound.Destinations.Now = e.clock.Now
 	var err error
 	if e.org, err = svc.Tenants.OrgByName(ctx, tenant.DefaultName); err != nil {
 		t.Fatal(err)

@@ -6,20 +6,21 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/outbound/destinations"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
 
 // destinationData is a destination in the API's envelope.
 type destinationData struct {
-	Data Destination `json:"data"`
+	Data destinations.Destination `json:"data"`
 }
 
 // CreateDestinationHandler answers POST /api/destinations {email}:
 // AddDestination, 202 with the pending destination once its verification mail
 // is queued; 200 with it when it is verified already (nothing is sent). 403
-// destination_limit_reached past MaxDestinations; 429
-// verification_rate_limited past MaxVerificationMailsPerHour, with
-// Retry-After.
+// destination_limit_reached past destinations.MaxDestinations; 429
+// verification_rate_limited past destinations.MaxVerificationMailsPerHour,
+// with Retry-After.
 func (s *Service) CreateDestinationHandler(w http.ResponseWriter, r *http.Request) error {
 	var req AddDestinationRequest
 	if err := httpx.DecodeJSON(r, &req); err != nil {
@@ -40,12 +41,12 @@ func (s *Service) CreateDestinationHandler(w http.ResponseWriter, r *http.Reques
 // ListDestinationsHandler answers GET /api/destinations: the organisation's
 // destinations, verified and pending, oldest first.
 func (s *Service) ListDestinationsHandler(w http.ResponseWriter, r *http.Request) error {
-	ds, err := s.Store.Destinations(r.Context(), tenant.OrgFrom(r.Context()).ID)
+	ds, err := s.Destinations.List(r.Context(), tenant.OrgFrom(r.Context()).ID)
 	if err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, struct {
-		Data []Destination `json:"data"`
+		Data []destinations.Destination `json:"data"`
 	}{nonNil(ds)})
 	return nil
 }

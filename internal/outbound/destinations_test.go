@@ -19,6 +19,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/destinations"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/testkit"
@@ -226,7 +227,7 @@ func TestDestinationLimits(t *testing.T) {
 				t.Errorf("%v: %d %s", body, r.status, r.body)
 			}
 		}
-		for i := range outbound.MaxVerificationMailsPerHour {
+		for i := range destinations.MaxVerificationMailsPerHour {
 			if r := e.do(e.key, "POST", "/api/destinations", map[string]any{"email": "user" + strconv.Itoa(i) + "@example.com"}); r.status != http.StatusAccepted {
 				t.Fatalf("mail %d: %d %s", i, r.status, r.body)
 			}
@@ -243,12 +244,12 @@ func TestDestinationLimits(t *testing.T) {
 		if r := e.do(e.key, "POST", "/api/destinations", map[string]any{"email": "user0@example.com"}); r.status != http.StatusAccepted {
 			t.Errorf("an hour later: %d %s", r.status, r.body)
 		}
-		ds, err := e.svc.Outbound.Store.Destinations(context.Background(), e.org.ID)
-		if err != nil || len(ds) != outbound.MaxVerificationMailsPerHour {
+		ds, err := e.svc.Outbound.Destinations.List(context.Background(), e.org.ID)
+		if err != nil || len(ds) != destinations.MaxVerificationMailsPerHour {
 			t.Errorf("%d destinations (%v)", len(ds), err)
 		}
-		for i := len(ds); i < outbound.MaxDestinations; i++ {
-			if _, _, err := e.svc.Outbound.Store.AddVerifiedDestination(context.Background(), e.org.ID,
+		for i := len(ds); i < destinations.MaxDestinations; i++ {
+			if _, _, err := e.svc.Outbound.Destinations.AddVerified(context.Background(), e.org.ID,
 				"more"+strconv.Itoa(i)+"@example.com"); err != nil {
 				t.Fatal(err)
 			}
@@ -283,10 +284,10 @@ func TestDestinationRequestsAtOnce(t *testing.T) {
 		for s := range statuses {
 			count[s]++
 		}
-		if count[http.StatusAccepted] != outbound.MaxVerificationMailsPerHour || count[http.StatusTooManyRequests] != n-outbound.MaxVerificationMailsPerHour {
+		if count[http.StatusAccepted] != destinations.MaxVerificationMailsPerHour || count[http.StatusTooManyRequests] != n-destinations.MaxVerificationMailsPerHour {
 			t.Errorf("statuses %v", count)
 		}
-		ds, err := e.svc.Outbound.Store.Destinations(context.Background(), e.org.ID)
+		ds, err := e.svc.Outbound.Destinations.List(context.Background(), e.org.ID)
 		if err != nil || len(ds) != 1 {
 			t.Errorf("%d destinations (%v)", len(ds), err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/outbound/compose"
+	"github.com/catchbox/catchbox/internal/outbound/destinations"
 	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/store"
@@ -37,8 +38,11 @@ type Service struct {
 	// SMTP listener applies (internal/routing); its domain is the mail
 	// domain of senders and Message-IDs.
 	Routes *routing.Rule
+	// Destinations are the organisations' verified destinations: the
+	// external addresses a message may go to.
+	Destinations *destinations.Store
 	// Verifier mails and checks the verification links of destinations.
-	Verifier *Verifier
+	Verifier *destinations.Verifier
 }
 
 // DefaultSenderLocal is the local part of the sender of a message whose
@@ -393,7 +397,7 @@ func (s *Service) recipients(ctx context.Context, orgID string, ns tenant.Namesp
 			internal := err == nil && routed.Namespace == ns.Name
 			var suppressed string
 			if !internal {
-				ok, err := s.Store.verifiedDestination(ctx, orgID, addr.Email)
+				ok, err := s.Destinations.Verified(ctx, orgID, addr.Email)
 				if err != nil {
 					return nil, err
 				}
@@ -430,16 +434,16 @@ type AddDestinationRequest struct {
 // whether a verification mail was queued for it (false when it is verified
 // already, and nothing is sent).
 type AddedDestination struct {
-	Destination Destination
+	Destination destinations.Destination
 	Queued      bool
 }
 
 // AddDestination asks for the address as a destination of the principal's
-// organisation (Store.RequestDestination): a new or pending one is stored
+// organisation (destinations.Store.Request): a new or pending one is stored
 // pending and its verification mail queued. Refused as Forbidden
-// (destination_limit_reached) past MaxDestinations, and as TooMany
-// (verification_rate_limited, with RetryAfter) past
-// MaxVerificationMailsPerHour.
+// (destination_limit_reached) past destinations.MaxDestinations, and as
+// TooMany (verification_rate_limited, with RetryAfter) past
+// destinations.MaxVerificationMailsPerHour.
 func (s *Service) AddDestination(ctx context.Context, p tenant.Principal, req AddDestinationRequest) (AddedDestination, error) {
 	var c checker
 	var addr Address
@@ -454,16 +458,16 @@ func (s *Service) AddDestination(ctx context.Context, p tenant.Principal, req Ad
 	if err := c.fields.Err(); err != nil {
 		return AddedDestination{}, err
 	}
-	d, queued, err := s.Store.RequestDestination(ctx, s.Jobs, p.Org.ID, addr.Email)
-	var rate *VerificationRateError
+	d, queued, err := s.Destinations.Request(ctx, s.Jobs, p.Org.ID, addr.Email)
+	var rate *destinations.RateError
 	switch {
-	case errors.Is(err, ErrDestinationLimit):
+	case errors.Is(err, destinations.ErrLimit):
 		return AddedDestination{}, problem.Errorf(problem.Forbidden, "destination_limit_reached",
-			"the organisation has %d destinations, the most it may have; remove one first", MaxDestinations)
+			"the organisation has %d destinations, the most it may have; remove one first", destinations.MaxDestinations)
 	case errors.As(err, &rate):
 		pe := problem.Errorf(problem.TooMany, "verification_rate_limited",
-			"the organisation has sent %d verification mails in the last hour, the most it may", MaxVerificationMailsPerHour)
-		pe.RetryAfter = rate.RetryAt.Sub(s.Store.now())
+			"the organisation has sent %d verification mails in the last hour, the most it may", destinations.MaxVerificationMailsPerHour)
+		pe.RetryAfter = rate.Retry
 		return AddedDestination{}, pe
 	case err != nil:
 		return AddedDestination{}, err
@@ -483,8 +487,8 @@ func (s *Service) RemoveDestination(ctx context.Context, p tenant.Principal, req
 	if _, err := uuid.Parse(req.ID); err != nil {
 		return problem.NotFoundf("destination")
 	}
-	err := s.Store.RemoveDestination(ctx, p.Org.ID, req.ID)
-	if errors.Is(err, ErrNotFound) {
+	err := s.Destinations.Remove(ctx, p.Org.ID, req.ID)
+	if errors.Is(err, destinations.ErrNotFound) {
 		return problem.NotFoundf("destination")
 	}
 	return err
@@ -501,15 +505,15 @@ type VerifyDestinationRequest struct {
 // sent to the address is the one it asks, and the signature is the
 // credential. A tampered or expired link, or one of a removed destination,
 // is not found (link_invalid).
-func (s *Service) VerifyDestination(ctx context.Context, req VerifyDestinationRequest) (Destination, error) {
+func (s *Service) VerifyDestination(ctx context.Context, req VerifyDestinationRequest) (destinations.Destination, error) {
 	invalid := problem.Errorf(problem.NotFound, "link_invalid",
 		"this verification link is invalid or has expired; ask for the destination again to receive a new one")
 	if _, err := uuid.Parse(req.ID); err != nil || !s.Verifier.CheckLink(req.ID, req.Expires, req.Signature) {
-		return Destination{}, invalid
+		return destinations.Destination{}, invalid
 	}
-	d, err := s.Store.VerifyDestination(ctx, req.ID)
-	if errors.Is(err, ErrNotFound) {
-		return Destination{}, invalid
+	d, err := s.Destinations.Verify(ctx, req.ID)
+	if errors.Is(err, destinations.ErrNotFound) {
+		return destinations.Destination{}, invalid
 	}
 	return d, err
 }

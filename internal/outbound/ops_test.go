@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/destinations"
 	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/problem/problemtest"
 	"github.com/catchbox/catchbox/internal/store"
@@ -228,7 +229,7 @@ func TestDestinationOperations(t *testing.T) {
 		if !added.Queued || added.Destination.Verified() || added.Destination.Address != "partner@example.com" || added.Destination.OrgID != e.org.ID {
 			t.Errorf("added %+v", added)
 		}
-		if n := e.count("SELECT COUNT(*) FROM jobs WHERE kind = ?", outbound.DestinationVerifyKind); n != 1 {
+		if n := e.count("SELECT COUNT(*) FROM jobs WHERE kind = ?", destinations.VerifyKind); n != 1 {
 			t.Errorf("%d verification jobs, want 1", n)
 		}
 		e.verify(e.org.ID, "known@example.com")
@@ -263,7 +264,7 @@ func TestDestinationOperations(t *testing.T) {
 		problemtest.Want(t, err, problem.NotFound, "link_invalid")
 
 		// The hour's allowance: one mail is counted already.
-		for i := range outbound.MaxVerificationMailsPerHour - 1 {
+		for i := range destinations.MaxVerificationMailsPerHour - 1 {
 			if _, err := out.AddDestination(ctx, e.owner(), outbound.AddDestinationRequest{Email: ptr(fmt.Sprintf("user%d@example.com", i))}); err != nil {
 				t.Fatalf("add %d: %v", i, err)
 			}

@@ -42,6 +42,7 @@ import (
 	"github.com/catchbox/catchbox/internal/metrics"
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/destinations"
 	"github.com/catchbox/catchbox/internal/outbound/relay"
 	"github.com/catchbox/catchbox/internal/pop3d"
 	"github.com/catchbox/catchbox/internal/preview"
@@ -354,8 +355,10 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 	outStore := outbound.NewStore(db, cfg.OutboundContentTTL, s.Webhooks)
 	s.Deliverer = &outbound.Deliverer{Store: outStore, DB: db, Routes: routes, Key: key,
 		Ingester: s.Ingester, MaxAge: cfg.OutboundMaxAge, Relay: relayClient}
+	dests := destinations.NewStore(db)
 	s.Outbound = &outbound.Service{Store: outStore, DB: db, Jobs: s.Jobs, Tenants: s.Tenants, Searcher: s.Searcher, Routes: routes,
-		Verifier: &outbound.Verifier{Relay: relayClient, Store: outStore, Key: key, PublicURL: s.publicURL, MailDomain: routes.Domain()}}
+		Destinations: dests,
+		Verifier:     &destinations.Verifier{Relay: relayClient, Store: dests, Key: key, PublicURL: s.publicURL, MailDomain: routes.Domain()}}
 	s.Deliverability = newDeliverability(cfg, db, s.Jobs, s.Searcher, s.Tenants, s.Webhooks)
 	s.HTMLCheck = htmlcheck.NewService(s.Searcher, s.Tenants)
 	s.Previews = preview.New(preview.Config{Chromium: cfg.Chromium, Timeout: cfg.PreviewTimeout, Workers: cfg.PreviewWorkers}, s.HTMLCheck)
@@ -478,7 +481,7 @@ type jobKind struct {
 func (s *Service) jobKinds() []jobKind {
 	kinds := []jobKind{
 		{outbound.DeliveryKind, s.Deliverer.Deliver, outbound.DeliveryLimits},
-		{outbound.DestinationVerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{}},
+		{destinations.VerifyKind, s.Outbound.Verifier.Handle, jobs.Limits{}},
 		{deliverability.KindReport, s.Deliverability.RunReport, s.Deliverability.ReportLimits()},
 		{linkcheck.KindRun, s.LinkCheck.Run, s.LinkCheck.RunLimits()},
 		{webhook.DeliverKind, s.Webhooks.Deliver, s.Webhooks.DeliveryLimits()},

@@ -1,6 +1,18 @@
-package outbound
+// Package destinations keeps the verified destinations of organisations:
+// the external addresses an organisation may send to (the seed's sending rule
+// 1). An operator adds one verified (catchbox admin destination add); an API
+// client asks for one (POST /api/destinations) and a verification mail goes
+// to the address through the relay, with a signed link whose following
+// verifies it (Verifier). Until then the destination is pending, and a send
+// to it is refused (recipient_not_verified).
+//
+// The package is the destinations' store and their verification mail; the
+// operations a user takes on them (add, verify, remove) are
+// outbound.Service's, which checks the request and asks the Store.
+package destinations
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,14 +24,8 @@ import (
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/tenant"
 )
-
-// Verified destinations: the external addresses an organisation may send to
-// (the seed's sending rule 1). An operator adds one verified (catchbox admin
-// destination add); an API client asks for one (POST /api/destinations) and a
-// verification mail goes to the address through the relay, with a signed
-// link whose following verifies it. Until then the destination is pending,
-// and a send to it is 403 recipient_not_verified.
 
 // Limits of destinations.
 const (
@@ -35,18 +41,36 @@ const (
 
 // Errors of destinations.
 var (
-	// ErrDestinationLimit: the organisation has MaxDestinations already.
-	ErrDestinationLimit = errors.New("destination limit reached")
+	// ErrNotFound: no such destination, or one of another organisation.
+	ErrNotFound = store.ErrNotFound
+	// ErrLimit: the organisation has MaxDestinations already.
+	ErrLimit = errors.New("destination limit reached")
 )
 
-// VerificationRateError: the organisation has sent
-// MaxVerificationMailsPerHour verification mails in the last hour; another
-// may go at RetryAt.
-type VerificationRateError struct{ RetryAt time.Time }
+// RateError: the organisation has sent MaxVerificationMailsPerHour
+// verification mails in the last hour; another may go at RetryAt, Retry from
+// the refusal.
+type RateError struct {
+	RetryAt time.Time
+	Retry   time.Duration
+}
 
-func (e *VerificationRateError) Error() string {
+func (e *RateError) Error() string {
 	return fmt.Sprintf("verification mails per hour used up; retry at %s", e.RetryAt.Format(time.RFC3339))
 }
+
+// Store keeps the destinations of organisations.
+type Store struct {
+	db *store.DB
+	// Now is the clock (time.Now); tests move it.
+	Now func() time.Time
+}
+
+// NewStore returns the destinations' store over db.
+func NewStore(db *store.DB) *Store { return &Store{db: db, Now: time.Now} }
+
+// now is the clock as stored: UTC, whole milliseconds.
+func (s *Store) now() time.Time { return s.Now().UTC().Truncate(time.Millisecond) }
 
 // Destination is an external address of an organisation, verified or
 // pending verification.
@@ -68,27 +92,42 @@ func (d Destination) MarshalJSON() ([]byte, error) {
 	if d.Verified() {
 		status, verified = "verified", httpx.Time(d.VerifiedAt)
 	}
-	return marshalJSON(struct {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // an address may hold '&'; the API writes it as it is
+	err := enc.Encode(struct {
 		ID         string `json:"id"`
 		Email      string `json:"email"`
 		Status     string `json:"status"`
 		VerifiedAt string `json:"verified_at,omitempty"`
 		CreatedAt  string `json:"created_at"`
 	}{d.ID, d.Address, status, verified, httpx.Time(d.CreatedAt)})
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 
 const destinationColumns = "id, org_id, address, verified_at, created_at, updated_at"
 
 func scanDestination(row interface{ Scan(...any) error }) (Destination, error) {
 	var d Destination
-	err := row.Scan(&d.ID, &d.OrgID, &d.Address, msTime{&d.VerifiedAt}, msTime{&d.CreatedAt}, msTime{&d.UpdatedAt})
+	var verified sql.NullInt64
+	var created, updated int64
+	err := row.Scan(&d.ID, &d.OrgID, &d.Address, &verified, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Destination{}, ErrNotFound
 	}
 	if err != nil {
 		return Destination{}, fmt.Errorf("read destination: %w", err)
 	}
+	if verified.Valid {
+		d.VerifiedAt = time.UnixMilli(verified.Int64).UTC()
+	}
+	d.CreatedAt, d.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
 	return d, nil
+}
+
+// querier is a store.DB or a store.Tx.
+type querier interface {
+	QueryRow(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // destinationByAddress reads the organisation's destination of addr.
@@ -97,10 +136,24 @@ func destinationByAddress(ctx context.Context, q querier, orgID, addr string) (D
 		orgID, strings.ToLower(addr)))
 }
 
-// AddVerifiedDestination makes addr a verified destination of the
-// organisation, as an operator does: a pending one becomes verified, a
-// verified one stays as it was. created reports whether it is new.
-func (s *Store) AddVerifiedDestination(ctx context.Context, orgID, addr string) (d Destination, created bool, err error) {
+// Verified reports whether addr is a verified destination of the
+// organisation: an external address it may send to (the seed's sending rule
+// 1). Case is ignored (destinations are stored in lower case).
+func (s *Store) Verified(ctx context.Context, orgID, addr string) (bool, error) {
+	d, err := destinationByAddress(ctx, s.db, orgID, addr)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return d.Verified(), nil
+}
+
+// AddVerified makes addr a verified destination of the organisation, as an
+// operator does: a pending one becomes verified, a verified one stays as it
+// was. created reports whether it is new.
+func (s *Store) AddVerified(ctx context.Context, orgID, addr string) (d Destination, created bool, err error) {
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		if err := lockOrg(ctx, tx, orgID); err != nil {
 			return err
@@ -109,7 +162,7 @@ func (s *Store) AddVerifiedDestination(ctx context.Context, orgID, addr string) 
 		d, err = destinationByAddress(ctx, tx, orgID, addr)
 		switch {
 		case errors.Is(err, ErrNotFound):
-			d = Destination{ID: NewID(), OrgID: orgID, Address: strings.ToLower(addr), VerifiedAt: now, CreatedAt: now, UpdatedAt: now}
+			d = Destination{ID: tenant.NewID(), OrgID: orgID, Address: strings.ToLower(addr), VerifiedAt: now, CreatedAt: now, UpdatedAt: now}
 			created = true
 			return insertDestination(ctx, tx, d)
 		case err != nil:
@@ -136,8 +189,12 @@ func lockOrg(ctx context.Context, tx *store.Tx, orgID string) error {
 }
 
 func insertDestination(ctx context.Context, tx *store.Tx, d Destination) error {
+	var verifiedAt any // NULL: pending
+	if d.Verified() {
+		verifiedAt = d.VerifiedAt.UnixMilli()
+	}
 	_, err := tx.Exec(ctx, `INSERT INTO destinations (id, org_id, address, verified_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, d.ID, d.OrgID, d.Address, optMs(d.VerifiedAt), ms(d.CreatedAt), ms(d.UpdatedAt))
+		VALUES (?, ?, ?, ?, ?, ?)`, d.ID, d.OrgID, d.Address, verifiedAt, d.CreatedAt.UnixMilli(), d.UpdatedAt.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("insert destination %s: %w", d.Address, err)
 	}
@@ -146,20 +203,20 @@ func insertDestination(ctx context.Context, tx *store.Tx, d Destination) error {
 
 func markVerified(ctx context.Context, tx *store.Tx, d Destination) error {
 	_, err := tx.Exec(ctx, "UPDATE destinations SET verified_at = ?, updated_at = ? WHERE id = ?",
-		ms(d.VerifiedAt), ms(d.UpdatedAt), d.ID)
+		d.VerifiedAt.UnixMilli(), d.UpdatedAt.UnixMilli(), d.ID)
 	if err != nil {
 		return fmt.Errorf("verify destination %s: %w", d.Address, err)
 	}
 	return nil
 }
 
-// RequestDestination asks for addr as a destination of the organisation: a
-// verified one is returned as it is (queued false); otherwise it is stored
-// pending, if new, and a verification mail is queued (the destination.verify
-// job, in the same transaction). ErrDestinationLimit when a new one would
-// exceed MaxDestinations; *VerificationRateError when the organisation's
-// verification mails of the last hour are used up.
-func (s *Store) RequestDestination(ctx context.Context, q *jobs.Queue, orgID, addr string) (d Destination, queued bool, err error) {
+// Request asks for addr as a destination of the organisation: a verified one
+// is returned as it is (queued false); otherwise it is stored pending, if new,
+// and a verification mail is queued (the VerifyKind job, in the same
+// transaction). ErrLimit when a new one would exceed MaxDestinations;
+// *RateError when the organisation's verification mails of the last hour are
+// used up.
+func (s *Store) Request(ctx context.Context, q *jobs.Queue, orgID, addr string) (d Destination, queued bool, err error) {
 	err = s.db.InTx(ctx, func(tx *store.Tx) error {
 		if err := lockOrg(ctx, tx, orgID); err != nil {
 			return err
@@ -176,9 +233,9 @@ func (s *Store) RequestDestination(ctx context.Context, q *jobs.Queue, orgID, ad
 				return fmt.Errorf("count destinations: %w", err)
 			}
 			if n >= MaxDestinations {
-				return ErrDestinationLimit
+				return ErrLimit
 			}
-			d = Destination{ID: NewID(), OrgID: orgID, Address: strings.ToLower(addr), CreatedAt: now, UpdatedAt: now}
+			d = Destination{ID: tenant.NewID(), OrgID: orgID, Address: strings.ToLower(addr), CreatedAt: now, UpdatedAt: now}
 			if err := insertDestination(ctx, tx, d); err != nil {
 				return err
 			}
@@ -192,7 +249,7 @@ func (s *Store) RequestDestination(ctx context.Context, q *jobs.Queue, orgID, ad
 		if err != nil {
 			return err
 		}
-		if _, err := q.Enqueue(ctx, tx, DestinationVerifyKind, payload, jobs.EnqueueOptions{}); err != nil {
+		if _, err := q.Enqueue(ctx, tx, VerifyKind, payload, jobs.EnqueueOptions{}); err != nil {
 			return err
 		}
 		queued = true
@@ -202,9 +259,9 @@ func (s *Store) RequestDestination(ctx context.Context, q *jobs.Queue, orgID, ad
 }
 
 // countVerificationMail counts a verification mail of d against its
-// organisation's hourly allowance, or returns *VerificationRateError.
+// organisation's hourly allowance, or returns *RateError.
 func (s *Store) countVerificationMail(ctx context.Context, tx *store.Tx, d Destination, now time.Time) error {
-	hourAgo := ms(now.Add(-time.Hour))
+	hourAgo := now.Add(-time.Hour).UnixMilli()
 	if _, err := tx.Exec(ctx, "DELETE FROM destination_verifications WHERE org_id = ? AND created_at <= ?", d.OrgID, hourAgo); err != nil {
 		return fmt.Errorf("prune verification mails: %w", err)
 	}
@@ -215,18 +272,19 @@ func (s *Store) countVerificationMail(ctx context.Context, tx *store.Tx, d Desti
 		return fmt.Errorf("count verification mails: %w", err)
 	}
 	if n >= MaxVerificationMailsPerHour {
-		return &VerificationRateError{RetryAt: time.UnixMilli(oldest.Int64).Add(time.Hour)}
+		at := time.UnixMilli(oldest.Int64).Add(time.Hour)
+		return &RateError{RetryAt: at, Retry: at.Sub(now)}
 	}
 	_, err := tx.Exec(ctx, "INSERT INTO destination_verifications (id, org_id, destination_id, created_at) VALUES (?, ?, ?, ?)",
-		NewID(), d.OrgID, d.ID, ms(now))
+		tenant.NewID(), d.OrgID, d.ID, now.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("count verification mail: %w", err)
 	}
 	return nil
 }
 
-// Destinations returns the organisation's destinations, oldest first.
-func (s *Store) Destinations(ctx context.Context, orgID string) ([]Destination, error) {
+// List returns the organisation's destinations, oldest first.
+func (s *Store) List(ctx context.Context, orgID string) ([]Destination, error) {
 	rows, err := s.db.Query(ctx, "SELECT "+destinationColumns+" FROM destinations WHERE org_id = ? ORDER BY created_at, id", orgID)
 	if err != nil {
 		return nil, fmt.Errorf("list destinations: %w", err)
@@ -243,9 +301,9 @@ func (s *Store) Destinations(ctx context.Context, orgID string) ([]Destination, 
 	return out, rows.Err()
 }
 
-// DestinationByID returns a destination by id; with orgID set, only the
-// organisation's (ErrNotFound otherwise).
-func (s *Store) DestinationByID(ctx context.Context, orgID, id string) (Destination, error) {
+// ByID returns a destination by id; with orgID set, only the organisation's
+// (ErrNotFound otherwise).
+func (s *Store) ByID(ctx context.Context, orgID, id string) (Destination, error) {
 	d, err := scanDestination(s.db.QueryRow(ctx, "SELECT "+destinationColumns+" FROM destinations WHERE id = ?", strings.ToLower(id)))
 	if err == nil && orgID != "" && d.OrgID != orgID {
 		return Destination{}, ErrNotFound
@@ -253,14 +311,14 @@ func (s *Store) DestinationByID(ctx context.Context, orgID, id string) (Destinat
 	return d, err
 }
 
-// RemoveDestination removes the organisation's destination id (ErrNotFound
-// if it has none such): later sends to the address are 403 again.
-func (s *Store) RemoveDestination(ctx context.Context, orgID, id string) error {
+// Remove removes the organisation's destination id (ErrNotFound if it has
+// none such): later sends to the address are refused again.
+func (s *Store) Remove(ctx context.Context, orgID, id string) error {
 	return s.removeDestination(ctx, "DELETE FROM destinations WHERE org_id = ? AND id = ?", orgID, strings.ToLower(id))
 }
 
-// RemoveDestinationAddress removes the organisation's destination of addr.
-func (s *Store) RemoveDestinationAddress(ctx context.Context, orgID, addr string) error {
+// RemoveAddress removes the organisation's destination of addr.
+func (s *Store) RemoveAddress(ctx context.Context, orgID, addr string) error {
 	return s.removeDestination(ctx, "DELETE FROM destinations WHERE org_id = ? AND address = ?", orgID, strings.ToLower(addr))
 }
 
@@ -279,9 +337,9 @@ func (s *Store) removeDestination(ctx context.Context, query string, args ...any
 	return nil
 }
 
-// VerifyDestination marks destination id verified (a followed verification
-// link) and returns it; one already verified stays as it was.
-func (s *Store) VerifyDestination(ctx context.Context, id string) (Destination, error) {
+// Verify marks destination id verified (a followed verification link) and
+// returns it; one already verified stays as it was.
+func (s *Store) Verify(ctx context.Context, id string) (Destination, error) {
 	var d Destination
 	err := s.db.InTx(ctx, func(tx *store.Tx) error {
 		var err error

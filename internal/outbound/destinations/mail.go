@@ -1,4 +1,4 @@
-package outbound
+package destinations
 
 import (
 	"bytes"
@@ -14,11 +14,12 @@ import (
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/outbound/relay"
 	"github.com/catchbox/catchbox/internal/secret"
+	"github.com/catchbox/catchbox/internal/tenant"
 )
 
-// DestinationVerifyKind is the job kind (internal/jobs) that mails a
-// destination its verification link through the relay.
-const DestinationVerifyKind = "destination.verify"
+// VerifyKind is the job kind (internal/jobs) that mails a destination its
+// verification link through the relay.
+const VerifyKind = "destination.verify"
 
 // verifyPayload is a destination.verify job's payload, as JSON.
 type verifyPayload struct {
@@ -74,7 +75,7 @@ func (v *Verifier) CheckLink(id, expires, signature string) bool {
 	return err == nil && v.Key.Verify(verifyPurpose, id, time.Unix(exp, 0), signature, v.now())
 }
 
-// Handle runs a destination.verify job: it mails the destination its link,
+// Handle runs a VerifyKind job: it mails the destination its link,
 // unless it was removed or verified meanwhile. Without a relay the job fails
 // for good (jobs.Permanent): nothing could send it.
 func (v *Verifier) Handle(ctx context.Context, job *jobs.Job) error {
@@ -82,7 +83,7 @@ func (v *Verifier) Handle(ctx context.Context, job *jobs.Job) error {
 	if err := json.Unmarshal(job.Payload, &p); err != nil {
 		return jobs.Permanent(fmt.Errorf("destination.verify payload: %w", err))
 	}
-	d, err := v.Store.DestinationByID(ctx, "", p.DestinationID)
+	d, err := v.Store.ByID(ctx, "", p.DestinationID)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
@@ -118,7 +119,7 @@ func (v *Verifier) message(from string, d Destination) []byte {
 	fmt.Fprintf(&b, "To: <%s>\r\n", d.Address)
 	fmt.Fprintf(&b, "Subject: Verify %s as a Catchbox destination\r\n", d.Address)
 	fmt.Fprintf(&b, "Date: %s\r\n", now.Format(time.RFC1123Z))
-	fmt.Fprintf(&b, "Message-ID: <%s@%s>\r\n", NewID(), v.MailDomain)
+	fmt.Fprintf(&b, "Message-ID: <%s@%s>\r\n", tenant.NewID(), v.MailDomain)
 	b.WriteString("Auto-Submitted: auto-generated\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n")
 	b.WriteString("Content-Transfer-Encoding: 8bit\r\n\r\n")
 	fmt.Fprintf(&b, "A Catchbox organisation asked to send test mail to %s.\r\n\r\n", d.Address)
