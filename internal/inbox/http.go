@@ -15,6 +15,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/notify"
+	"github.com/catchbox/catchbox/internal/notify/notifyhttp"
 	"github.com/catchbox/catchbox/internal/secret"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
@@ -123,7 +124,7 @@ func (a *API) SearchInboxHandler(w http.ResponseWriter, r *http.Request) error {
 		res, err := a.Searcher.Search(ctx, q)
 		return searchResponse{TotalCount: res.Total, Options: opt, Data: res.Emails}, res.Total > 0, err
 	}
-	return notify.Answer(w, r, wait, a.Notifier, q.want(), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
+	return notifyhttp.Answer(w, r, wait, a.Notifier, q.want(), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
 }
 
 // LatestEmailHandler answers GET /api/emails/{namespace}/latest; 404 when empty.

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"runtime/debug"
 	"time"
 
-	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/metrics"
 )
 
@@ -104,29 +102,17 @@ func WithDrain(ctx context.Context, drain <-chan struct{}) context.Context {
 	return context.WithValue(ctx, drainKey{}, drain)
 }
 
-// Answer answers a search request that may wait (wait=true, contract section
-// 4). look returns the response body and whether it holds a match. Without hold,
-// look runs once and its body is the 200. With hold, the request is held as
-// Until does: the first body with a match is the 200, and a hold that ends
-// without one is answered 307 to the identical URL, so the client asks again.
-// An error is returned for the caller's error handling, nothing written.
-func Answer[T any](w http.ResponseWriter, r *http.Request, hold bool, n Notifier, want Want, p Policy, look func(context.Context) (T, bool, error)) error {
-	var res T
-	var err error
+// Search runs a search that may wait (wait=true, contract section 4): without
+// hold, look runs once and its result is the answer, match or not; with hold,
+// the search is held as Until holds it, and a hold that ends without a match
+// is ErrHoldEnded, which a listener answers by having the client ask again
+// (notifyhttp.Answer: a 307 to the same URL).
+func Search[T any](ctx context.Context, hold bool, n Notifier, want Want, p Policy, look func(context.Context) (T, bool, error)) (T, error) {
 	if hold {
-		res, err = Until(r.Context(), n, want, p, look)
-	} else {
-		res, _, err = look(r.Context())
+		return Until(ctx, n, want, p, look)
 	}
-	if errors.Is(err, ErrHoldEnded) {
-		httpx.AskAgain(w, r)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, res)
-	return nil
+	res, _, err := look(ctx)
+	return res, err
 }
 
 // apart returns look run on a goroutine of its own each time. A held request

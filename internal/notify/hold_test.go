@@ -3,7 +3,6 @@ package notify
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -97,50 +96,32 @@ func TestUntil(t *testing.T) {
 	})
 }
 
-func TestAnswer(t *testing.T) {
-	type page struct{ Total int }
-	// answer holds for an hour, so a hold never ends by chance.
-	answer := func(hold bool, h *Hub, look func(context.Context) (page, bool, error)) (*httptest.ResponseRecorder, error) {
-		w := httptest.NewRecorder()
-		r := httptest.NewRequest("GET", "/api/x/inbox?wait=true&limit=5", nil)
-		err := Answer(w, r, hold, h, Want{Topic: "t"}, Policy{Hold: time.Hour}, look)
-		return w, err
-	}
-	none := func(context.Context) (page, bool, error) { return page{}, false, nil }
-	t.Run("without hold, no match is a 200", func(t *testing.T) {
-		w, err := answer(false, NewHub(), none)
-		if err != nil || w.Code != 200 || w.Body.String() != `{"Total":0}`+"\n" {
-			t.Fatalf("%d %q, %v", w.Code, w.Body, err)
+func TestSearch(t *testing.T) {
+	ctx := context.Background()
+	looks := 0
+	none := func(context.Context) (int, bool, error) { looks++; return 3, false, nil }
+	t.Run("without hold, one look is the answer, match or not", func(t *testing.T) {
+		looks = 0
+		h := NewHub()
+		got, err := Search(ctx, false, h, Want{Topic: "t"}, Policy{Hold: time.Hour}, none)
+		if got != 3 || err != nil || looks != 1 || h.Waiters() != 0 {
+			t.Fatalf("Search = %d, %v after %d looks, %d waiters", got, err, looks, h.Waiters())
 		}
 	})
-	t.Run("a hold that ends without a match is a 307 to the same URL", func(t *testing.T) {
-		w := httptest.NewRecorder()
-		r := httptest.NewRequest("GET", "/api/x/inbox?wait=true&limit=5", nil)
-		err := Answer(w, r, true, NewHub(), Want{Topic: "t"}, Policy{Hold: time.Nanosecond}, none)
-		if err != nil || w.Code != 307 || w.Header().Get("Location") != "/api/x/inbox?wait=true&limit=5" || w.Body.Len() != 0 {
-			t.Fatalf("%d %v %q, %v", w.Code, w.Header(), w.Body, err)
+	t.Run("with hold, no match ends the hold", func(t *testing.T) {
+		got, err := Search(ctx, true, NewHub(), Want{Topic: "t"}, Policy{Hold: time.Nanosecond}, none)
+		if got != 0 || !errors.Is(err, ErrHoldEnded) {
+			t.Fatalf("Search = %d, %v; want ErrHoldEnded", got, err)
 		}
 	})
-	t.Run("a held request is answered with the match", func(t *testing.T) {
+	t.Run("with hold, a match after an arrival is the answer", func(t *testing.T) {
 		h := NewHub()
 		arrived := arriveWhenHeld(t, h, "t")
-		w, err := answer(true, h, func(context.Context) (page, bool, error) {
-			if arrived.Load() {
-				return page{Total: 1}, true, nil
-			}
-			return page{}, false, nil
+		got, err := Search(ctx, true, h, Want{Topic: "t"}, Policy{Hold: time.Hour}, func(context.Context) (int, bool, error) {
+			return 9, arrived.Load(), nil
 		})
-		if err != nil || w.Code != 200 || w.Body.String() != `{"Total":1}`+"\n" {
-			t.Fatalf("%d %q, %v", w.Code, w.Body, err)
-		}
-	})
-	t.Run("an error is returned, nothing written", func(t *testing.T) {
-		boom := errors.New("boom")
-		for _, hold := range []bool{false, true} {
-			w, err := answer(hold, NewHub(), func(context.Context) (page, bool, error) { return page{}, false, boom })
-			if !errors.Is(err, boom) || w.Body.Len() != 0 || len(w.Header()) != 0 {
-				t.Fatalf("hold %v: %d %q, %v", hold, w.Code, w.Body, err)
-			}
+		if got != 9 || err != nil {
+			t.Fatalf("Search = %d, %v", got, err)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/httpx"
 	"github.com/catchbox/catchbox/internal/notify"
+	"github.com/catchbox/catchbox/internal/notify/notifyhttp"
 	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -180,7 +181,7 @@ func (a *API) SearchMessagesHandler(w http.ResponseWriter, r *http.Request) erro
 		res, err := a.Service.Search(ctx, q)
 		return searchResponse{TotalCount: res.Total, Options: opt, Data: res.Messages}, res.Total > 0, err
 	}
-	return notify.Answer(w, r, wait, a.Notifier, q.want(), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
+	return notifyhttp.Answer(w, r, wait, a.Notifier, q.want(), notify.Policy{Hold: a.WaitHold, Degraded: a.Degraded}, search)
 }
 
 // LatestMessageHandler answers GET /api/sms/{phone_number}/latest; 404 when the
