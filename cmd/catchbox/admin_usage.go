@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 )
 
 // orgUsageCmd is `catchbox admin org usage NAME [--month YYYY-MM]` (contract
@@ -17,12 +17,12 @@ type orgUsageCmd struct {
 
 // usageJSON is the --json output.
 type usageJSON struct {
-	outbound.MonthlyUsage
+	outstore.MonthlyUsage
 	Organisation string `json:"organisation"`
 }
 
 func (c *orgUsageCmd) Run(a *adminCmd) error {
-	month, err := outbound.ParseMonth(c.Month, time.Now())
+	month, err := outstore.ParseMonth(c.Month, time.Now())
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (c *orgUsageCmd) Run(a *adminCmd) error {
 	if err != nil {
 		return err
 	}
-	u, err := outbound.NewStore(env.db, 0, nil).MonthlyUsage(env.ctx, o.ID, month)
+	u, err := outstore.NewStore(env.db, 0, nil).MonthlyUsage(env.ctx, o.ID, month)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/config"
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/server"
 	"github.com/catchbox/catchbox/internal/store"
 )
@@ -35,17 +35,17 @@ func TestAdminOrgUsage(t *testing.T) {
 	acme, _ := env.tenants.OrgByName(ctx, "acme")
 	globex, _ := env.tenants.OrgByName(ctx, "globex")
 	done()
-	s := outbound.NewStore(db, 0, nil)
+	s := outstore.NewStore(db, 0, nil)
 	create := func(org string, at time.Time, external bool) {
 		t.Helper()
 		s.Now = func() time.Time { return at }
-		id := outbound.NewID()
+		id := outstore.NewID()
 		err := db.InTx(ctx, func(tx *store.Tx) error {
-			_, err := s.Create(ctx, tx, outbound.NewEmail{ID: id, OrgID: org, NamespaceID: "ns", Type: outbound.TypeNew,
-				From: outbound.Address{Email: "a@ns.localhost"}, Subject: "s", MessageID: "<" + id + "@localhost>",
-				Source: []byte("Subject: s\r\n\r\nx\r\n"), Recipients: []outbound.NewRecipient{
-					{Type: outbound.To, Email: "b@ns.localhost", Internal: true},
-					{Type: outbound.Bcc, Email: "partner@example.com", Internal: !external}}})
+			_, err := s.Create(ctx, tx, outstore.NewEmail{ID: id, OrgID: org, NamespaceID: "ns", Type: outstore.TypeNew,
+				From: outstore.Address{Email: "a@ns.localhost"}, Subject: "s", MessageID: "<" + id + "@localhost>",
+				Source: []byte("Subject: s\r\n\r\nx\r\n"), Recipients: []outstore.NewRecipient{
+					{Type: outstore.To, Email: "b@ns.localhost", Internal: true},
+					{Type: outstore.Bcc, Email: "partner@example.com", Internal: !external}}})
 			return err
 		})
 		if err != nil {

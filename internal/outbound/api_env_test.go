@@ -12,7 +12,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/inbox"
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/server"
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
@@ -209,7 +209,7 @@ func (e *apiEnv) verify(orgID, addr string) {
 	now := start.UnixMilli()
 	err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
 		_, err := tx.Exec(context.Background(), `INSERT INTO destinations (id, org_id, address, verified_at, created_at,
-			updated_at) VALUES (?, ?, ?, ?, ?, ?)`, outbound.NewID(), orgID, strings.ToLower(addr), now, now, now)
+			updated_at) VALUES (?, ?, ?, ?, ?, ?)`, outstore.NewID(), orgID, strings.ToLower(addr), now, now, now)
 		return err
 	})
 	if err != nil {
@@ -228,7 +228,7 @@ func (e *apiEnv) source(id string) []byte {
 }
 
 // detail is the detail form of an outbound email, as the store reads it.
-func (e *apiEnv) detail(id string) outbound.Detail {
+func (e *apiEnv) detail(id string) outstore.Detail {
 	e.t.Helper()
 	d, err := e.svc.Outbound.Store.Get(context.Background(), e.org.ID, id)
 	if err != nil {

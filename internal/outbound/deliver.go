@@ -15,6 +15,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/jobs"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/outbound/relay"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/secret"
@@ -48,7 +49,7 @@ import (
 
 // Deliverer delivers outbound emails: the handler of DeliveryKind jobs.
 type Deliverer struct {
-	Store    *Store
+	Store    *outstore.Store
 	DB       *store.DB
 	Routes   *routing.Rule
 	Key      *secret.Key
@@ -102,7 +103,7 @@ func (d *Deliverer) Deliver(ctx context.Context, job *jobs.Job) error {
 		return jobs.Permanent(fmt.Errorf("delivery payload %q: %v", job.Payload, err))
 	}
 	e, err := d.Store.ByID(ctx, p.OutboundID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, outstore.ErrNotFound) {
 		return jobs.Permanent(fmt.Errorf("outbound email %s: %w", p.OutboundID, err))
 	}
 	if err != nil {
@@ -130,7 +131,7 @@ func (d *Deliverer) Deliver(ctx context.Context, job *jobs.Job) error {
 	deadline := e.CreatedAt.Add(d.maxAge())
 	source, err := d.Store.Source(ctx, e.ID)
 	switch {
-	case errors.Is(err, ErrContentExpired):
+	case errors.Is(err, outstore.ErrContentExpired):
 		a.failAll(reasonExpiredMessage, "content_expired")
 	case err != nil:
 		return err
@@ -156,10 +157,10 @@ func (d *Deliverer) Deliver(ctx context.Context, job *jobs.Job) error {
 }
 
 // toTry are the recipients an attempt is for: open, and never handed over.
-func toTry(rs []Recipient) []Recipient {
-	var out []Recipient
+func toTry(rs []outstore.Recipient) []outstore.Recipient {
+	var out []outstore.Recipient
 	for _, r := range rs {
-		if !r.Status.Final() && r.At[DeliverySent].IsZero() && r.At[DeliveryDelivered].IsZero() {
+		if !r.Status.Final() && r.At[outstore.DeliverySent].IsZero() && r.At[outstore.DeliveryDelivered].IsZero() {
 			out = append(out, r)
 		}
 	}
@@ -195,20 +196,20 @@ func (d *Deliverer) retryDelay(attempt int) time.Duration {
 // attempt is what one attempt found out, to record with its outcome.
 type attempt struct {
 	internal map[string]*target // by namespace id
-	external []Recipient
-	events   []NewEvent
+	external []outstore.Recipient
+	events   []outstore.NewEvent
 	deferred int // recipients left deferred: the job is retried
 }
 
 // target is one namespace that internal recipients are delivered into.
 type target struct {
 	ns         tenant.Namespace
-	recipients []Recipient
+	recipients []outstore.Recipient
 }
 
 // plan sorts the recipients of the attempt into internal ones, by namespace,
 // and external ones; an internal address whose namespace is gone fails.
-func (d *Deliverer) plan(ctx context.Context, e Detail, todo []Recipient) *attempt {
+func (d *Deliverer) plan(ctx context.Context, e outstore.Detail, todo []outstore.Recipient) *attempt {
 	a := &attempt{internal: map[string]*target{}}
 	for _, r := range todo {
 		_, ns, err := d.Routes.Route(ctx, r.Email)
@@ -223,9 +224,9 @@ func (d *Deliverer) plan(ctx context.Context, e Detail, todo []Recipient) *attem
 		case r.Internal:
 			// Addressed to the sending namespace when the email was
 			// created, and no longer routed to it.
-			a.events = append(a.events, NewEvent{Type: EventFailed, Subtype: "no_namespace",
-				Provider: ProviderInternal, FailureReason: reasonNoNamespace,
-				Recipients: []NewEventRecipient{{RecipientID: r.ID, Attempted: true, Action: "failed",
+			a.events = append(a.events, outstore.NewEvent{Type: outstore.EventFailed, Subtype: "no_namespace",
+				Provider: outstore.ProviderInternal, FailureReason: reasonNoNamespace,
+				Recipients: []outstore.NewEventRecipient{{RecipientID: r.ID, Attempted: true, Action: "failed",
 					DiagnosticCode: "x-catchbox; " + reasonNoNamespace}}})
 		default:
 			a.external = append(a.external, r)
@@ -234,7 +235,7 @@ func (d *Deliverer) plan(ctx context.Context, e Detail, todo []Recipient) *attem
 	return a
 }
 
-func addresses(rs []Recipient) []string {
+func addresses(rs []outstore.Recipient) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
 		out[i] = r.Email
@@ -244,7 +245,7 @@ func addresses(rs []Recipient) []string {
 
 // failAll fails every recipient of the attempt.
 func (a *attempt) failAll(reason, subtype string) {
-	var rs []Recipient
+	var rs []outstore.Recipient
 	for _, t := range a.internal {
 		rs = append(rs, t.recipients...)
 	}
@@ -258,9 +259,9 @@ func (a *attempt) failExternal(reason, subtype string) {
 	if len(a.external) == 0 {
 		return
 	}
-	ev := NewEvent{Type: EventFailed, Subtype: subtype, FailureReason: reason}
+	ev := outstore.NewEvent{Type: outstore.EventFailed, Subtype: subtype, FailureReason: reason}
 	for _, r := range a.external {
-		ev.Recipients = append(ev.Recipients, NewEventRecipient{RecipientID: r.ID, Action: "failed",
+		ev.Recipients = append(ev.Recipients, outstore.NewEventRecipient{RecipientID: r.ID, Action: "failed",
 			DiagnosticCode: "x-catchbox; " + reason})
 	}
 	a.events = append(a.events, ev)
@@ -270,9 +271,9 @@ func (a *attempt) failExternal(reason, subtype string) {
 // MaxAge has passed.
 func (a *attempt) expire(maxAge time.Duration) {
 	reason := fmt.Sprintf("not accepted by the relay within %s of its creation (CATCHBOX_OUTBOUND_MAX_AGE)", maxAge)
-	ev := NewEvent{Type: EventExpired, Subtype: "max_age", Provider: ProviderSMTP, FailureReason: reason}
+	ev := outstore.NewEvent{Type: outstore.EventExpired, Subtype: "max_age", Provider: outstore.ProviderSMTP, FailureReason: reason}
 	for _, r := range a.external {
-		ev.Recipients = append(ev.Recipients, NewEventRecipient{RecipientID: r.ID, Action: "failed",
+		ev.Recipients = append(ev.Recipients, outstore.NewEventRecipient{RecipientID: r.ID, Action: "failed",
 			SMTPCode: r.LastSMTPCode, EnhancedStatusCode: r.LastEnhancedStatusCode,
 			SMTPResponse: r.LastSMTPResponse, DiagnosticCode: "x-catchbox; " + reason})
 	}
@@ -282,31 +283,31 @@ func (a *attempt) expire(maxAge time.Duration) {
 // relayed turns the relay's replies into events: one per outcome, each
 // recipient with its own reply.
 func (a *attempt) relayed(res relay.Result) {
-	byType := map[EventType]*NewEvent{}
-	var order []EventType
+	byType := map[outstore.EventType]*outstore.NewEvent{}
+	var order []outstore.EventType
 	for i, r := range a.external {
 		rep := res.Replies[i]
 		typ := relayEvents[rep.Outcome]
 		ev := byType[typ]
 		if ev == nil {
-			ev = &NewEvent{Type: typ, Subtype: rep.Subtype, Provider: ProviderSMTP}
-			if typ == EventSent {
+			ev = &outstore.NewEvent{Type: typ, Subtype: rep.Subtype, Provider: outstore.ProviderSMTP}
+			if typ == outstore.EventSent {
 				ev.ProviderMessageID = res.QueueID
 			}
 			byType[typ] = ev
 			order = append(order, typ)
 		}
-		er := NewEventRecipient{RecipientID: r.ID, Attempted: true, SMTPCode: rep.Code,
+		er := outstore.NewEventRecipient{RecipientID: r.ID, Attempted: true, SMTPCode: rep.Code,
 			EnhancedStatusCode: rep.Enhanced, SMTPResponse: rep.Text, Action: rep.Action}
 		if rep.Code != "" {
 			er.DiagnosticCode = "smtp; " + strings.TrimSpace(rep.Code+" "+rep.Enhanced+" "+rep.Text)
 		} else {
 			er.DiagnosticCode = "x-catchbox; " + rep.Text
 		}
-		if typ == EventBounced {
+		if typ == outstore.EventBounced {
 			er.BounceType, er.BounceClassification = "hard", bounceClassification(rep)
 		}
-		if typ == EventDeferred {
+		if typ == outstore.EventDeferred {
 			a.deferred++
 		}
 		ev.Recipients = append(ev.Recipients, er)
@@ -317,7 +318,7 @@ func (a *attempt) relayed(res relay.Result) {
 }
 
 // relayEvents is the event of each outcome of a relay's reply.
-var relayEvents = map[relay.Outcome]EventType{relay.Sent: EventSent, relay.Deferred: EventDeferred, relay.Bounced: EventBounced}
+var relayEvents = map[relay.Outcome]outstore.EventType{relay.Sent: outstore.EventSent, relay.Deferred: outstore.EventDeferred, relay.Bounced: outstore.EventBounced}
 
 // bounceClassification is a coarse reading of a permanent reply's enhanced
 // status code (RFC 3463 section 3: its subject, the middle number).
@@ -338,7 +339,7 @@ func bounceClassification(rep relay.Reply) string {
 // record writes the attempt in tx, the one that records its outcome: the
 // internal recipients still open (a cancel may have ended some meanwhile)
 // are stored into their namespaces and delivered, and every event applied.
-func (d *Deliverer) record(ctx context.Context, tx *store.Tx, e Detail, a *attempt, source []byte) error {
+func (d *Deliverer) record(ctx context.Context, tx *store.Tx, e outstore.Detail, a *attempt, source []byte) error {
 	if len(a.internal) > 0 {
 		// The email's row is locked first, as RecordEvent and Cancel lock it:
 		// a cancel commits before this reads the recipients, or after the
@@ -346,12 +347,12 @@ func (d *Deliverer) record(ctx context.Context, tx *store.Tx, e Detail, a *attem
 		if err := tx.LockRow(ctx, "SELECT id FROM outbound_emails WHERE id = ?", e.ID); err != nil {
 			return fmt.Errorf("lock outbound email %s: %w", e.ID, err)
 		}
-		current, err := recipients(ctx, tx, e.ID)
+		current, err := d.Store.Recipients(ctx, tx, e.ID)
 		if err != nil {
 			return err
 		}
 		open := map[string]bool{}
-		for _, r := range toTry(current[e.ID]) {
+		for _, r := range toTry(current) {
 			open[r.ID] = true
 		}
 		ids := make([]string, 0, len(a.internal))
@@ -370,7 +371,7 @@ func (d *Deliverer) record(ctx context.Context, tx *store.Tx, e Detail, a *attem
 		if err != nil {
 			return err
 		}
-		if err := suppressHardBounces(ctx, tx, e, ev, recorded.ID, d.Store.now()); err != nil {
+		if err := suppressHardBounces(ctx, tx, d.Store, e, ev, recorded.ID); err != nil {
 			return err
 		}
 	}
@@ -380,8 +381,8 @@ func (d *Deliverer) record(ctx context.Context, tx *store.Tx, e Detail, a *attem
 // suppressHardBounces suppresses, for the email's organisation, the address
 // of each recipient a relay's 5xx bounced hard in ev (the event recorded as
 // eventID), as a hard bounce reported later by a DSN does (RecordReport).
-func suppressHardBounces(ctx context.Context, tx *store.Tx, e Detail, ev NewEvent, eventID string, now time.Time) error {
-	if ev.Type != EventBounced {
+func suppressHardBounces(ctx context.Context, tx *store.Tx, st *outstore.Store, e outstore.Detail, ev outstore.NewEvent, eventID string) error {
+	if ev.Type != outstore.EventBounced {
 		return nil
 	}
 	for _, er := range ev.Recipients {
@@ -390,7 +391,7 @@ func suppressHardBounces(ctx context.Context, tx *store.Tx, e Detail, ev NewEven
 		}
 		for _, r := range e.Recipients {
 			if r.ID == er.RecipientID {
-				if err := suppress(ctx, tx, e.OrgID, r.Email, SuppressedBounced, eventID, now); err != nil {
+				if err := st.Suppress(ctx, tx, e.OrgID, r.Email, outstore.SuppressedBounced, eventID); err != nil {
 					return err
 				}
 			}
@@ -401,8 +402,8 @@ func suppressHardBounces(ctx context.Context, tx *store.Tx, e Detail, ev NewEven
 
 // deliverInternal stores the message into the target's namespace, as one
 // email for all its recipients still open, and records them delivered.
-func (d *Deliverer) deliverInternal(ctx context.Context, tx *store.Tx, e Detail, t *target, open map[string]bool, source []byte) error {
-	var rs []Recipient
+func (d *Deliverer) deliverInternal(ctx context.Context, tx *store.Tx, e outstore.Detail, t *target, open map[string]bool, source []byte) error {
+	var rs []outstore.Recipient
 	var addrs []string
 	for _, r := range t.recipients {
 		if open[r.ID] {
@@ -419,9 +420,9 @@ func (d *Deliverer) deliverInternal(ctx context.Context, tx *store.Tx, e Detail,
 	if err != nil {
 		return fmt.Errorf("deliver outbound email %s into namespace %s: %w", e.ID, t.ns.Name, err)
 	}
-	ev := NewEvent{Type: EventDelivered, Provider: ProviderInternal, ProviderMessageID: id}
+	ev := outstore.NewEvent{Type: outstore.EventDelivered, Provider: outstore.ProviderInternal, ProviderMessageID: id}
 	for _, r := range rs {
-		ev.Recipients = append(ev.Recipients, NewEventRecipient{RecipientID: r.ID, Attempted: true,
+		ev.Recipients = append(ev.Recipients, outstore.NewEventRecipient{RecipientID: r.ID, Attempted: true,
 			Action: "delivered", SMTPCode: "250", EnhancedStatusCode: "2.0.0",
 			SMTPResponse: "delivered into namespace " + t.ns.Name})
 	}
@@ -434,7 +435,7 @@ func (d *Deliverer) deliverInternal(ctx context.Context, tx *store.Tx, e Detail,
 // on the emails table's key rather than making a second copy. It has the
 // layout of a UUID version 7 (the email's creation time, then bits of a hash
 // of the two ids), as every id has.
-func internalEmailID(e Detail, namespaceID string) string {
+func internalEmailID(e outstore.Detail, namespaceID string) string {
 	h := sha256.Sum256([]byte("catchbox outbound delivery\x00" + e.ID + "\x00" + namespaceID))
 	var u uuid.UUID
 	ms := uint64(e.CreatedAt.UnixMilli())
@@ -445,4 +446,24 @@ func internalEmailID(e Detail, namespaceID string) string {
 	u[6] = u[6]&0x0f | 0x70 // version 7
 	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
 	return u.String()
+}
+
+// DeliveryKind is the job kind (internal/jobs) that delivers an outbound email.
+const DeliveryKind = "outbound.deliver"
+
+// DeliveryPayload is a delivery job's payload, as JSON. The job reads
+// everything else from the email's rows, where its attempts record their
+// results.
+type DeliveryPayload struct {
+	OutboundID string `json:"outbound_id"`
+}
+
+// EnqueueDelivery adds the delivery job of the email to tx, the transaction
+// that created it, and returns the job's id. The kind must be registered on q.
+func EnqueueDelivery(ctx context.Context, q *jobs.Queue, tx *store.Tx, outboundID string) (int64, error) {
+	payload, err := json.Marshal(DeliveryPayload{OutboundID: outboundID})
+	if err != nil {
+		return 0, fmt.Errorf("encode delivery payload: %w", err)
+	}
+	return q.Enqueue(ctx, tx, DeliveryKind, payload, jobs.EnqueueOptions{})
 }

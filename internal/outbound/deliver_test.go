@@ -15,6 +15,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/outbound/relaytest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
@@ -64,28 +65,28 @@ func newDeliveryEnvWith(t testing.TB, db *store.DB, relayURL string, before func
 
 // until polls the email's detail form until cond holds; the bound only keeps
 // a broken delivery from hanging the run.
-func (e *apiEnv) until(id, what string, cond func(outbound.Detail) bool) outbound.Detail {
+func (e *apiEnv) until(id, what string, cond func(outstore.Detail) bool) outstore.Detail {
 	e.t.Helper()
 	d := testkit.Await(e.t, what, func() (detailJSON, bool) {
 		d := e.detail(id)
 		return detailJSON(d), cond(d)
 	})
-	return outbound.Detail(d)
+	return outstore.Detail(d)
 }
 
 // detailJSON prints a detail form as indented JSON in a wait's failure.
-type detailJSON outbound.Detail
+type detailJSON outstore.Detail
 
 func (d detailJSON) String() string {
-	js, _ := json.MarshalIndent(outbound.Detail(d), "", "  ")
+	js, _ := json.MarshalIndent(outstore.Detail(d), "", "  ")
 	return string(js)
 }
 
 // settled: every recipient is final, or deferred after n attempts or more.
-func settled(n int) func(outbound.Detail) bool {
-	return func(d outbound.Detail) bool {
+func settled(n int) func(outstore.Detail) bool {
+	return func(d outstore.Detail) bool {
 		for _, r := range d.Recipients {
-			if !r.Status.Final() && (r.Status != outbound.DeliveryDeferred || r.AttemptCount < n) {
+			if !r.Status.Final() && (r.Status != outstore.DeliveryDeferred || r.AttemptCount < n) {
 				return false
 			}
 		}
@@ -93,7 +94,7 @@ func settled(n int) func(outbound.Detail) bool {
 	}
 }
 
-func recipient(t *testing.T, d outbound.Detail, addr string) outbound.Recipient {
+func recipient(t *testing.T, d outstore.Detail, addr string) outstore.Recipient {
 	t.Helper()
 	for _, r := range d.Recipients {
 		if strings.EqualFold(r.Email, addr) {
@@ -101,7 +102,7 @@ func recipient(t *testing.T, d outbound.Detail, addr string) outbound.Recipient 
 		}
 	}
 	t.Fatalf("no recipient %s in %+v", addr, d.Recipients)
-	return outbound.Recipient{}
+	return outstore.Recipient{}
 }
 
 // TestDeliveryOutcomes sends one message to an address the relay accepts, one
@@ -125,26 +126,26 @@ func TestDeliveryOutcomes(t *testing.T) {
 		d := e.until(s.ID, "the first attempt", settled(1))
 
 		ok := recipient(t, d, "ok@example.com")
-		if ok.Status != outbound.DeliverySent || ok.LastSMTPCode != "250" || ok.LastEnhancedStatusCode != "2.0.0" ||
-			ok.AttemptCount != 1 || ok.At[outbound.DeliverySent].IsZero() {
+		if ok.Status != outstore.DeliverySent || ok.LastSMTPCode != "250" || ok.LastEnhancedStatusCode != "2.0.0" ||
+			ok.AttemptCount != 1 || ok.At[outstore.DeliverySent].IsZero() {
 			t.Errorf("accepted recipient %+v", ok)
 		}
 		bounced := recipient(t, d, "bounce@example.com")
-		if bounced.Status != outbound.DeliveryBounced || bounced.LastSMTPCode != "550" ||
+		if bounced.Status != outstore.DeliveryBounced || bounced.LastSMTPCode != "550" ||
 			bounced.LastEnhancedStatusCode != "5.1.1" || bounced.LastSMTPResponse != "User unknown" ||
 			bounced.BounceType != "hard" || bounced.AttemptCount != 1 {
 			t.Errorf("bounced recipient %+v", bounced)
 		}
 		deferred := recipient(t, d, "defer@example.com")
-		if deferred.Status != outbound.DeliveryDeferred || deferred.LastSMTPCode != "451" ||
+		if deferred.Status != outstore.DeliveryDeferred || deferred.LastSMTPCode != "451" ||
 			deferred.LastEnhancedStatusCode != "4.2.0" || deferred.AttemptCount != 1 {
 			t.Errorf("deferred recipient %+v", deferred)
 		}
 		internal := recipient(t, d, "inbox@default.localhost")
-		if internal.Status != outbound.DeliveryDelivered || internal.AttemptCount != 1 || internal.LastEventType != outbound.EventDelivered {
+		if internal.Status != outstore.DeliveryDelivered || internal.AttemptCount != 1 || internal.LastEventType != outstore.EventDelivered {
 			t.Errorf("internal recipient %+v", internal)
 		}
-		if d.Status != outbound.StatusSending || d.SendingAt.IsZero() || d.Provider == "" {
+		if d.Status != outstore.StatusSending || d.SendingAt.IsZero() || d.Provider == "" {
 			t.Errorf("email after the first attempt: status %s, sending_at %s, provider %q", d.Status, d.SendingAt, d.Provider)
 		}
 
@@ -160,7 +161,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 		if string(msgs[0].Data) != string(e.source(s.ID)) {
 			t.Errorf("the relay received other bytes than the built message")
 		}
-		if !hasEvent(d, outbound.EventSent, outbound.ProviderSMTP, msgs[0].QueueID) {
+		if !hasEvent(d, outstore.EventSent, outstore.ProviderSMTP, msgs[0].QueueID) {
 			t.Errorf("no sent event with the relay's queue id %s: %+v", msgs[0].QueueID, d.Events)
 		}
 
@@ -177,7 +178,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 		if len(res.Data) != 1 || res.Data[0].Subject != "Delivery outcomes" {
 			t.Fatalf("search for the internal recipient: %s", found.body)
 		}
-		if !hasEvent(d, outbound.EventDelivered, outbound.ProviderInternal, res.Data[0].ID) {
+		if !hasEvent(d, outstore.EventDelivered, outstore.ProviderInternal, res.Data[0].ID) {
 			t.Errorf("no delivered event naming email %s: %+v", res.Data[0].ID, d.Events)
 		}
 
@@ -185,7 +186,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 		e.later(2 * time.Hour)
 		e.svc.Jobs.Wake()
 		d = e.until(s.ID, "the second attempt", settled(2))
-		if r := recipient(t, d, "defer@example.com"); r.Status != outbound.DeliveryDeferred || r.AttemptCount != 2 {
+		if r := recipient(t, d, "defer@example.com"); r.Status != outstore.DeliveryDeferred || r.AttemptCount != 2 {
 			t.Errorf("deferred recipient after the retry %+v", r)
 		}
 		if relay.Rcpts("defer@example.com") != 2 || relay.Rcpts("ok@example.com") != 1 || relay.Rcpts("bounce@example.com") != 1 {
@@ -198,9 +199,9 @@ func TestDeliveryOutcomes(t *testing.T) {
 		// final and two succeeded.
 		e.later(24 * time.Hour)
 		e.svc.Jobs.Wake()
-		d = e.until(s.ID, "the expiry", func(d outbound.Detail) bool { return d.Status == outbound.StatusSent })
-		if r := recipient(t, d, "defer@example.com"); r.Status != outbound.DeliveryExpired || r.AttemptCount != 2 ||
-			r.At[outbound.DeliveryExpired].IsZero() || r.LastSMTPCode != "451" {
+		d = e.until(s.ID, "the expiry", func(d outstore.Detail) bool { return d.Status == outstore.StatusSent })
+		if r := recipient(t, d, "defer@example.com"); r.Status != outstore.DeliveryExpired || r.AttemptCount != 2 ||
+			r.At[outstore.DeliveryExpired].IsZero() || r.LastSMTPCode != "451" {
 			t.Errorf("expired recipient %+v", r)
 		}
 		if relay.Rcpts("defer@example.com") != 2 || relay.Delivered("ok@example.com") != 1 {
@@ -211,8 +212,8 @@ func TestDeliveryOutcomes(t *testing.T) {
 			t.Errorf("sent email: sent_at %s, failure_reason %q", d.SentAt, d.FailureReason)
 		}
 		sum := d.DeliverySummary()
-		if sum[outbound.DeliverySent] != 1 || sum[outbound.DeliveryDelivered] != 1 || sum[outbound.DeliveryBounced] != 1 ||
-			sum[outbound.DeliveryExpired] != 1 {
+		if sum[outstore.DeliverySent] != 1 || sum[outstore.DeliveryDelivered] != 1 || sum[outstore.DeliveryBounced] != 1 ||
+			sum[outstore.DeliveryExpired] != 1 {
 			t.Errorf("delivery_summary %v", sum)
 		}
 		job := jobOf(t, e, s.ID)
@@ -224,7 +225,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 
 // hasEvent reports whether the email has an event of the type from the
 // provider naming the provider message id.
-func hasEvent(d outbound.Detail, typ outbound.EventType, provider, providerMessageID string) bool {
+func hasEvent(d outstore.Detail, typ outstore.EventType, provider, providerMessageID string) bool {
 	for _, ev := range d.Events {
 		if ev.Type == typ && ev.Provider == provider && ev.ProviderMessageID == providerMessageID {
 			return true
@@ -262,17 +263,17 @@ func TestDeliveryWithoutRelay(t *testing.T) {
 		external := e.send("default", map[string]any{"to": []string{"partner@example.com"}, "subject": "external", "text": "x"})
 
 		d := e.until(mixed.ID, "the mixed message", settled(1))
-		if r := recipient(t, d, "partner@example.com"); r.Status != outbound.DeliveryFailed || r.AttemptCount != 0 {
+		if r := recipient(t, d, "partner@example.com"); r.Status != outstore.DeliveryFailed || r.AttemptCount != 0 {
 			t.Errorf("external recipient without a relay %+v", r)
 		}
-		if r := recipient(t, d, "me@default.localhost"); r.Status != outbound.DeliveryDelivered {
+		if r := recipient(t, d, "me@default.localhost"); r.Status != outstore.DeliveryDelivered {
 			t.Errorf("internal recipient %+v", r)
 		}
-		if d.Status != outbound.StatusSent || !strings.Contains(d.FailureReason, "CATCHBOX_RELAY_URL") {
+		if d.Status != outstore.StatusSent || !strings.Contains(d.FailureReason, "CATCHBOX_RELAY_URL") {
 			t.Errorf("mixed message: status %s, failure_reason %q", d.Status, d.FailureReason)
 		}
 		d = e.until(external.ID, "the external message", settled(1))
-		if d.Status != outbound.StatusFailed || d.FailedAt.IsZero() || !strings.Contains(d.FailureReason, "no relay is configured") {
+		if d.Status != outstore.StatusFailed || d.FailedAt.IsZero() || !strings.Contains(d.FailureReason, "no relay is configured") {
 			t.Errorf("external message: status %s, failed_at %s, failure_reason %q", d.Status, d.FailedAt, d.FailureReason)
 		}
 		if j := jobOf(t, e, external.ID); j.State != "done" || j.Attempts != 1 {
@@ -294,14 +295,14 @@ func TestDeliveryRelayFailures(t *testing.T) {
 	for _, c := range []struct {
 		name, url string
 		data      int
-		want      outbound.DeliveryStatus
+		want      outstore.DeliveryStatus
 		code      string
 		subtype   string
 	}{
-		{"wrong password", strings.Replace(relay.URL(), "relay-secret", "wrong", 1), 0, outbound.DeliveryDeferred, "535", "relay_connect"},
-		{"unreachable", down.URL(), 0, outbound.DeliveryDeferred, "", "connection"},
-		{"data refused for now", relay.URL(), 451, outbound.DeliveryDeferred, "451", "transient"},
-		{"data refused", relay.URL(), 554, outbound.DeliveryBounced, "554", "permanent"},
+		{"wrong password", strings.Replace(relay.URL(), "relay-secret", "wrong", 1), 0, outstore.DeliveryDeferred, "535", "relay_connect"},
+		{"unreachable", down.URL(), 0, outstore.DeliveryDeferred, "", "connection"},
+		{"data refused for now", relay.URL(), 451, outstore.DeliveryDeferred, "451", "transient"},
+		{"data refused", relay.URL(), 554, outstore.DeliveryBounced, "554", "permanent"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			storetest.Each(t, func(t *testing.T, db *store.DB) {
@@ -392,9 +393,9 @@ func TestDeliveryOverTLS(t *testing.T) {
 					d := e.until(s.ID, "the attempt", settled(1))
 					r := recipient(t, d, addr)
 					switch {
-					case trusted && (r.Status != outbound.DeliverySent || relay.Delivered(addr) != 1):
+					case trusted && (r.Status != outstore.DeliverySent || relay.Delivered(addr) != 1):
 						t.Errorf("trusted relay: %+v, %d copies received", r, relay.Delivered(addr))
-					case !trusted && (r.Status != outbound.DeliveryDeferred || relay.Delivered(addr) != 0 ||
+					case !trusted && (r.Status != outstore.DeliveryDeferred || relay.Delivered(addr) != 0 ||
 						!strings.Contains(d.Events[len(d.Events)-1].Recipients[0].DiagnosticCode, "certificate")):
 						t.Errorf("untrusted relay: %+v, events %+v", r, d.Events)
 					}
@@ -413,11 +414,11 @@ func TestDeliveryAfterContentExpired(t *testing.T) {
 		var id string
 		e := newDeliveryEnvWith(t, db, "", func(e *apiEnv) {
 			id = e.send("default", map[string]any{"to": []string{"late@default.localhost"}, "subject": "late", "text": "x"}).ID
-			e.clock.Add(outbound.DefaultContentTTL + time.Minute)
+			e.clock.Add(outstore.DefaultContentTTL + time.Minute)
 		})
 		d := e.until(id, "the attempt", settled(1))
 		r := recipient(t, d, "late@default.localhost")
-		if r.Status != outbound.DeliveryFailed || d.Status != outbound.StatusFailed || !strings.Contains(d.FailureReason, "content expired") {
+		if r.Status != outstore.DeliveryFailed || d.Status != outstore.StatusFailed || !strings.Contains(d.FailureReason, "content expired") {
 			t.Errorf("recipient %+v; email %s, failure_reason %q", r, d.Status, d.FailureReason)
 		}
 		if j := jobOf(t, e, id); j.State != "done" {
@@ -444,16 +445,16 @@ func TestCancelDuringAttempt(t *testing.T) {
 			t.Fatalf("cancel: %d %s", r.status, r.body)
 		}
 		release()
-		d := e.until(s.ID, "the attempt's results", func(d outbound.Detail) bool {
+		d := e.until(s.ID, "the attempt's results", func(d outstore.Detail) bool {
 			got := relay.Received()
-			return len(got) == 1 && hasEvent(d, outbound.EventSent, outbound.ProviderSMTP, got[0].QueueID)
+			return len(got) == 1 && hasEvent(d, outstore.EventSent, outstore.ProviderSMTP, got[0].QueueID)
 		})
 		for _, r := range d.Recipients {
-			if r.Status != outbound.DeliveryCancelled {
+			if r.Status != outstore.DeliveryCancelled {
 				t.Errorf("recipient %s: %s, want cancelled", r.Email, r.Status)
 			}
 		}
-		if d.Status != outbound.StatusFailed {
+		if d.Status != outstore.StatusFailed {
 			t.Errorf("email status %s, want failed", d.Status)
 		}
 		found := e.do(e.key, "GET", "/api/emails/default/inbox?to_addr_prefix=kept-out@", nil)

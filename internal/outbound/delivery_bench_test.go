@@ -13,6 +13,7 @@ import (
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/outbound/relaytest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
@@ -174,7 +175,7 @@ func (be *benchEnv) deliveredAt(b *testing.B, path, subject, id string) time.Tim
 		b.Fatal(err)
 	}
 	for _, ev := range d.Events {
-		if ev.Type == outbound.EventDelivered {
+		if ev.Type == outstore.EventDelivered {
 			be.mu.Lock()
 			at := be.committed[ev.ProviderMessageID]
 			be.mu.Unlock()
@@ -217,15 +218,15 @@ func benchQueue(b *testing.B, db *store.DB, path string, n int) time.Duration {
 	for first := 0; first < n; first += batch {
 		err := db.InTx(ctx, func(tx *store.Tx) error {
 			for i := first; i < min(first+batch, n); i++ {
-				rcpt := outbound.NewRecipient{Type: outbound.To, Email: fmt.Sprintf("box%d@default.localhost", i), Internal: true}
+				rcpt := outstore.NewRecipient{Type: outstore.To, Email: fmt.Sprintf("box%d@default.localhost", i), Internal: true}
 				if path == "relay" {
-					rcpt = outbound.NewRecipient{Type: outbound.To, Email: fmt.Sprintf("partner%d@example.com", i)}
+					rcpt = outstore.NewRecipient{Type: outstore.To, Email: fmt.Sprintf("partner%d@example.com", i)}
 				}
-				id := outbound.NewID()
-				e, err := be.svc.Outbound.Store.Create(ctx, tx, outbound.NewEmail{ID: id, OrgID: be.org.ID,
-					NamespaceID: ns.ID, Type: outbound.TypeNew, From: outbound.Address{Email: "outbound-delivery@default.localhost"},
+				id := outstore.NewID()
+				e, err := be.svc.Outbound.Store.Create(ctx, tx, outstore.NewEmail{ID: id, OrgID: be.org.ID,
+					NamespaceID: ns.ID, Type: outstore.TypeNew, From: outstore.Address{Email: "outbound-delivery@default.localhost"},
 					Subject: fmt.Sprintf("queued %d", i), Text: "hello", MessageID: "<" + id + "@localhost>",
-					Recipients: []outbound.NewRecipient{rcpt},
+					Recipients: []outstore.NewRecipient{rcpt},
 					Source: []byte("From: outbound-delivery@default.localhost\r\nTo: " + rcpt.Email + "\r\nMessage-ID: <" + id +
 						"@localhost>\r\nSubject: queued " + fmt.Sprint(i) + "\r\n\r\nhello\r\n")})
 				if err != nil {

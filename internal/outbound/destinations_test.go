@@ -18,8 +18,8 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/catchbox/catchbox/internal/config"
-	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/outbound/destinations"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 	"github.com/catchbox/catchbox/internal/testkit"
@@ -159,7 +159,7 @@ func TestDestinationVerification(t *testing.T) {
 		exp, _ := strconv.ParseInt(q.Get("expires"), 10, 64)
 		q.Set("expires", strconv.FormatInt(exp+3600, 10))
 		u.RawQuery = q.Encode()
-		for _, bad := range []string{u.String(), strings.Replace(link, created.Data.ID, outbound.NewID(), 1)} {
+		for _, bad := range []string{u.String(), strings.Replace(link, created.Data.ID, outstore.NewID(), 1)} {
 			resp, err := http.Get(bad)
 			if err != nil {
 				t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -37,7 +37,7 @@ func (c *clock) Add(d time.Duration) {
 type env struct {
 	t     *testing.T
 	db    *store.DB
-	s     *outbound.Store
+	s     *outstore.Store
 	clock *clock
 	org   string // the organisation the tests send from
 	other string // another organisation
@@ -45,7 +45,7 @@ type env struct {
 
 func newEnv(t *testing.T, db *store.DB) *env {
 	t.Helper()
-	e := &env{t: t, db: db, s: outbound.NewStore(db, 0, nil), clock: &clock{now: start}}
+	e := &env{t: t, db: db, s: outstore.NewStore(db, 0, nil), clock: &clock{now: start}}
 	e.s.Now = e.clock.Now
 	tenants := tenant.NewService(db, nil, time.Hour)
 	for _, p := range []struct {
@@ -63,56 +63,21 @@ func newEnv(t *testing.T, db *store.DB) *env {
 
 // message returns a new email of org to the recipients, each "to" and
 // external unless its address ends in the sending namespace's domain.
-func message(org, subject string, rcpts ...outbound.NewRecipient) outbound.NewEmail {
-	id := outbound.NewID()
-	return outbound.NewEmail{ID: id, OrgID: org, NamespaceID: "ns-" + org, Type: outbound.TypeNew,
-		From:    outbound.Address{Email: "outbound-delivery@team.localhost"},
+func message(org, subject string, rcpts ...outstore.NewRecipient) outstore.NewEmail {
+	id := outstore.NewID()
+	return outstore.NewEmail{ID: id, OrgID: org, NamespaceID: "ns-" + org, Type: outstore.TypeNew,
+		From:    outstore.Address{Email: "outbound-delivery@team.localhost"},
 		Subject: subject, Text: "Hello", MessageID: "<" + id + "@localhost>", Recipients: rcpts,
 		Source: []byte("Message-ID: <" + id + "@localhost>\r\nSubject: " + subject + "\r\n\r\nHello\r\n")}
 }
 
-func to(addr string, internal bool) outbound.NewRecipient {
-	return outbound.NewRecipient{Type: outbound.To, Email: addr, Internal: internal}
-}
-
-// create stores in and returns it as created.
-func (e *env) create(in outbound.NewEmail) outbound.Email {
-	e.t.Helper()
-	var out outbound.Email
-	err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
-		var err error
-		out, err = e.s.Create(context.Background(), tx, in)
-		return err
-	})
-	if err != nil {
-		e.t.Fatalf("create outbound email: %v", err)
-	}
-	return out
-}
-
-// record records ev of the email in a transaction of its own.
-func (e *env) record(id string, ev outbound.NewEvent) (outbound.Event, error) {
-	var out outbound.Event
-	err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
-		var err error
-		out, err = e.s.RecordEvent(context.Background(), tx, id, ev)
-		return err
-	})
-	return out, err
-}
-
-func (e *env) get(id string) outbound.Detail {
-	e.t.Helper()
-	d, err := e.s.Get(context.Background(), e.org, id)
-	if err != nil {
-		e.t.Fatalf("get %s: %v", id, err)
-	}
-	return d
+func to(addr string, internal bool) outstore.NewRecipient {
+	return outstore.NewRecipient{Type: outstore.To, Email: addr, Internal: internal}
 }
 
 // addrs returns n external recipients.
-func addrs(n int) []outbound.NewRecipient {
-	var rs []outbound.NewRecipient
+func addrs(n int) []outstore.NewRecipient {
+	var rs []outstore.NewRecipient
 	for i := range n {
 		rs = append(rs, to(fmt.Sprintf("user%d@example.com", i), false))
 	}

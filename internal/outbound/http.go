@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/catchbox/catchbox/internal/httpx"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
 
@@ -59,7 +60,7 @@ func (s *Service) ForwardEmailHandler(w http.ResponseWriter, r *http.Request) er
 
 // accepted answers a created email: 202, its summary form, and where its
 // state can be followed (contract section 5).
-func accepted(w http.ResponseWriter, e Email) error {
+func accepted(w http.ResponseWriter, e outstore.Email) error {
 	w.Header().Set("Location", "/api/emails/outbound/"+e.ID)
 	httpx.WriteJSON(w, http.StatusAccepted, e)
 	return nil
@@ -67,18 +68,18 @@ func accepted(w http.ResponseWriter, e Email) error {
 
 // listResponse is the answer of GET /api/emails/outbound.
 type listResponse struct {
-	TotalCount int         `json:"total_count"`
-	Options    listOptions `json:"options"`
-	Data       []ListItem  `json:"data"`
+	TotalCount int                 `json:"total_count"`
+	Options    listOptions         `json:"options"`
+	Data       []outstore.ListItem `json:"data"`
 }
 
 // listOptions echo the applied filter, defaults included; status and type are
 // always there, null when not given, as the API description lists them.
 type listOptions struct {
-	Limit  int     `json:"limit"`
-	Offset int     `json:"offset"`
-	Status *Status `json:"status"`
-	Type   *Type   `json:"type"`
+	Limit  int              `json:"limit"`
+	Offset int              `json:"offset"`
+	Status *outstore.Status `json:"status"`
+	Type   *outstore.Type   `json:"type"`
 }
 
 // orNull is v, or nil (JSON null) for the zero value.
@@ -97,19 +98,19 @@ func orNull[T comparable](v T) *T {
 // principal act for it).
 func (s *Service) ListOutboundHandler(w http.ResponseWriter, r *http.Request) error {
 	q := httpx.NewQuery(r)
-	f := Filter{Limit: int(q.Int("limit", DefaultLimit, 1, 100)), Offset: int(q.Int("offset", 0, 0, -1))}
+	f := outstore.Filter{Limit: int(q.Int("limit", outstore.DefaultLimit, 1, 100)), Offset: int(q.Int("offset", 0, 0, -1))}
 	status, _ := q.String("status", 0)
 	typ, _ := q.String("type", 0)
 	orgParam, _ := q.String("organisation_id", 0)
 	c := checker{fields: q.Fields()}
-	switch s := Status(status); s {
-	case "", StatusQueued, StatusSending, StatusSent, StatusFailed:
+	switch s := outstore.Status(status); s {
+	case "", outstore.StatusQueued, outstore.StatusSending, outstore.StatusSent, outstore.StatusFailed:
 		f.Status = s
 	default:
 		c.fail("status", "must be queued, sending, sent or failed")
 	}
-	switch t := Type(typ); t {
-	case "", TypeNew, TypeReply, TypeForward:
+	switch t := outstore.Type(typ); t {
+	case "", outstore.TypeNew, outstore.TypeReply, outstore.TypeForward:
 		f.Type = t
 	default:
 		c.fail("type", "must be new, reply or forward")
@@ -153,7 +154,7 @@ func (s *Service) GetOutboundHandler(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	d, err := s.Store.Get(r.Context(), tenant.OrgFrom(r.Context()).ID, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, outstore.ErrNotFound) {
 		return httpx.NotFound("outbound email")
 	}
 	if err != nil {
@@ -187,9 +188,9 @@ func (s *Service) OutboundAttachmentHandler(w http.ResponseWriter, r *http.Reque
 	}
 	at, data, err := s.Store.AttachmentContent(r.Context(), tenant.OrgFrom(r.Context()).ID, id, strings.ToLower(attID))
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, outstore.ErrNotFound):
 		return httpx.NotFound("attachment")
-	case errors.Is(err, ErrContentExpired):
+	case errors.Is(err, outstore.ErrContentExpired):
 		return httpx.Errorf(http.StatusGone, "content_expired", "the attachment's content expired at %s; its metadata stays in the outbound email",
 			httpx.Time(at.ContentExpiredAt))
 	case err != nil:
@@ -210,4 +211,12 @@ func (s *Service) CancelOutboundHandler(w http.ResponseWriter, r *http.Request) 
 	}
 	httpx.WriteJSON(w, http.StatusOK, d)
 	return nil
+}
+
+// nonNil makes an empty list [] in JSON rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

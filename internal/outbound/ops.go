@@ -13,6 +13,7 @@ import (
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/outbound/compose"
 	"github.com/catchbox/catchbox/internal/outbound/destinations"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/routing"
 	"github.com/catchbox/catchbox/internal/store"
@@ -27,7 +28,7 @@ import (
 // destinations_http.go, suppression.go) and the dashboard's pages call them
 // and only translate; internal/server builds the Service.
 type Service struct {
-	Store *Store
+	Store *outstore.Store
 	DB    *store.DB
 	// Jobs is the queue the delivery job goes to, in the transaction that
 	// creates the email.
@@ -126,7 +127,7 @@ type CancelRequest struct {
 // outgoing is a checked request: what to make an outbound email of.
 type outgoing struct {
 	draft
-	Type   Type
+	Type   outstore.Type
 	Source string // the inbound email replied to or forwarded
 	// InReplyTo and References thread a reply (RFC 5322 section 3.6.4).
 	InReplyTo, References []string
@@ -137,7 +138,7 @@ type outgoing struct {
 // the summary form once both are committed. Every invalid field is reported
 // at once; then the namespace is looked up (not found when the organisation
 // cannot see it); then the sending rules that need it are applied (create).
-func (s *Service) Send(ctx context.Context, p tenant.Principal, req SendRequest) (Email, error) {
+func (s *Service) Send(ctx context.Context, p tenant.Principal, req SendRequest) (outstore.Email, error) {
 	var c checker
 	name := strings.TrimSpace(req.Namespace)
 	switch {
@@ -151,41 +152,41 @@ func (s *Service) Send(ctx context.Context, p tenant.Principal, req SendRequest)
 	d := c.check(input{From: req.From, ReplyTo: req.ReplyTo, To: req.To, Cc: req.Cc, Bcc: req.Bcc, Subject: req.Subject,
 		HTML: req.HTML, Text: req.Text, Attachments: req.Attachments}, newRules, nil)
 	if err := c.fields.Err(); err != nil {
-		return Email{}, err
+		return outstore.Email{}, err
 	}
 	ns, err := s.Tenants.VisibleNamespace(ctx, p.Org.ID, name)
 	if errors.Is(err, tenant.ErrNotFound) {
-		return Email{}, problem.NotFoundf("namespace " + quote(req.Namespace))
+		return outstore.Email{}, problem.NotFoundf("namespace " + quote(req.Namespace))
 	}
 	if err != nil {
-		return Email{}, err
+		return outstore.Email{}, err
 	}
-	return s.create(ctx, p.Org.ID, ns, outgoing{draft: d, Type: TypeNew})
+	return s.create(ctx, p.Org.ID, ns, outgoing{draft: d, Type: outstore.TypeNew})
 }
 
 // Reply makes a reply from the inbound email's namespace to its Reply-To or
 // From, threaded to it (In-Reply-To, References), and stores it with its
 // delivery job. An email the principal's organisation cannot read is not
 // found; one with no address to reply to is a conflict (no_reply_address).
-func (s *Service) Reply(ctx context.Context, p tenant.Principal, req ReplyRequest) (Email, error) {
+func (s *Service) Reply(ctx context.Context, p tenant.Principal, req ReplyRequest) (outstore.Email, error) {
 	src, ns, err := s.sourceEmail(ctx, p, req.EmailID)
 	if err != nil {
-		return Email{}, err
+		return outstore.Email{}, err
 	}
 	derived := fromComposed(compose.ReplyRecipients(src.Email))
 	if len(derived) == 0 {
-		return Email{}, problem.Errorf(problem.Conflict, "no_reply_address", "the email has no Reply-To or From address to reply to")
+		return outstore.Email{}, problem.Errorf(problem.Conflict, "no_reply_address", "the email has no Reply-To or From address to reply to")
 	}
 	var c checker
 	d := c.check(input{From: req.From, Cc: req.Cc, Bcc: req.Bcc, Subject: req.Subject, HTML: req.HTML, Text: req.Text,
 		Attachments: req.Attachments}, replyRules, derived)
 	if err := c.fields.Err(); err != nil {
-		return Email{}, err
+		return outstore.Email{}, err
 	}
 	if strings.TrimSpace(d.Subject) == "" {
 		d.Subject = compose.ReplySubject(src.Subject)
 	}
-	o := outgoing{draft: d, Type: TypeReply, Source: src.ID}
+	o := outgoing{draft: d, Type: outstore.TypeReply, Source: src.ID}
 	o.InReplyTo, o.References = compose.Threading(src.Headers)
 	return s.create(ctx, p.Org.ID, ns, o)
 }
@@ -194,17 +195,17 @@ func (s *Service) Reply(ctx context.Context, p tenant.Principal, req ReplyReques
 // bodies, then the original's under a forwarded-message header, and the
 // original's attachments before the request's (at most MaxAttachments in
 // all). An email the principal's organisation cannot read is not found.
-func (s *Service) Forward(ctx context.Context, p tenant.Principal, req ForwardRequest) (Email, error) {
+func (s *Service) Forward(ctx context.Context, p tenant.Principal, req ForwardRequest) (outstore.Email, error) {
 	src, ns, err := s.sourceEmail(ctx, p, req.EmailID)
 	if err != nil {
-		return Email{}, err
+		return outstore.Email{}, err
 	}
 	var c checker
 	d := c.check(input{From: req.From, To: req.To, Cc: req.Cc, Bcc: req.Bcc, Subject: req.Subject, HTML: req.HTML,
 		Text: req.Text, Attachments: req.Attachments}, forwardRules, nil)
 	carried, err := s.originalAttachments(ctx, src.ID)
 	if err != nil {
-		return Email{}, err
+		return outstore.Email{}, err
 	}
 	if n := len(carried) + len(req.Attachments); len(carried) > 0 && len(req.Attachments) <= MaxAttachments && n > MaxAttachments {
 		c.fail("attachments", "with the %d attachments of the forwarded email makes %d: at most %d in total", len(carried), n, MaxAttachments)
@@ -217,33 +218,33 @@ func (s *Service) Forward(ctx context.Context, p tenant.Principal, req ForwardRe
 		}
 	}
 	if err := c.fields.Err(); err != nil {
-		return Email{}, err
+		return outstore.Email{}, err
 	}
 	if strings.TrimSpace(d.Subject) == "" {
 		d.Subject = compose.ForwardSubject(src.Subject)
 	}
 	d.HTML, d.Text = compose.ForwardBodies(d.HTML, d.Text, src.Email)
 	d.Attachments = append(carried, d.Attachments...)
-	return s.create(ctx, p.Org.ID, ns, outgoing{draft: d, Type: TypeForward, Source: src.ID})
+	return s.create(ctx, p.Org.ID, ns, outgoing{draft: d, Type: outstore.TypeForward, Source: src.ID})
 }
 
 // Cancel cancels the delivery of the organisation's outbound email to every
 // recipient no attempt has reached yet (Store.Cancel), and returns the detail
 // form. Another organisation's email, or a malformed id, is not found; an
 // email with no such recipient left is a conflict (not_cancellable).
-func (s *Service) Cancel(ctx context.Context, p tenant.Principal, req CancelRequest) (Detail, error) {
+func (s *Service) Cancel(ctx context.Context, p tenant.Principal, req CancelRequest) (outstore.Detail, error) {
 	if _, err := uuid.Parse(req.ID); err != nil {
-		return Detail{}, problem.NotFoundf("outbound email")
+		return outstore.Detail{}, problem.NotFoundf("outbound email")
 	}
 	d, err := s.Store.Cancel(ctx, p.Org.ID, strings.ToLower(req.ID))
 	switch {
-	case errors.Is(err, ErrNotFound):
-		return Detail{}, problem.NotFoundf("outbound email")
-	case errors.Is(err, ErrNotCancellable):
-		return Detail{}, problem.Errorf(problem.Conflict, "not_cancellable",
+	case errors.Is(err, outstore.ErrNotFound):
+		return outstore.Detail{}, problem.NotFoundf("outbound email")
+	case errors.Is(err, outstore.ErrNotCancellable):
+		return outstore.Detail{}, problem.Errorf(problem.Conflict, "not_cancellable",
 			"no recipient can be cancelled: each has a final status or has had a delivery attempt")
 	case err != nil:
-		return Detail{}, err
+		return outstore.Detail{}, err
 	}
 	return d, nil
 }
@@ -275,21 +276,21 @@ func (s *Service) sourceEmail(ctx context.Context, p tenant.Principal, id string
 // originalAttachments are the attachments of a forwarded email with their
 // bytes, in message order: parts with a Content-ID stay inline, so that the
 // forwarded HTML still shows them.
-func (s *Service) originalAttachments(ctx context.Context, emailID string) ([]NewAttachment, error) {
+func (s *Service) originalAttachments(ctx context.Context, emailID string) ([]outstore.NewAttachment, error) {
 	atts, err := s.Searcher.Attachments(ctx, emailID)
 	if err != nil {
 		return nil, err
 	}
-	var out []NewAttachment
+	var out []outstore.NewAttachment
 	for _, at := range atts {
 		data, err := s.Searcher.AttachmentData(ctx, at.ID)
 		if err != nil {
 			return nil, fmt.Errorf("attachment %s of forwarded email %s: %w", at.ID, emailID, err)
 		}
-		na := NewAttachment{Filename: at.Filename, ContentType: at.ContentType, ContentID: at.ContentID,
-			Disposition: DispositionAttachment, Data: data}
+		na := outstore.NewAttachment{Filename: at.Filename, ContentType: at.ContentType, ContentID: at.ContentID,
+			Disposition: outstore.DispositionAttachment, Data: data}
 		if at.ContentID != "" {
-			na.Disposition = DispositionInline
+			na.Disposition = outstore.DispositionInline
 		}
 		if _, err := mediaType(na.ContentType); err != nil {
 			na.ContentType = "application/octet-stream"
@@ -303,11 +304,11 @@ func (s *Service) originalAttachments(ctx context.Context, emailID string) ([]Ne
 // it; every recipient is in it or a verified destination), builds the message
 // and checks its size, then stores it with its delivery job in one
 // transaction: the email exists exactly when its delivery does.
-func (s *Service) create(ctx context.Context, orgID string, ns tenant.Namespace, o outgoing) (Email, error) {
-	from := Address{Email: DefaultSenderLocal + "@" + ns.Name + "." + s.Routes.Domain()}
+func (s *Service) create(ctx context.Context, orgID string, ns tenant.Namespace, o outgoing) (outstore.Email, error) {
+	from := outstore.Address{Email: DefaultSenderLocal + "@" + ns.Name + "." + s.Routes.Domain()}
 	if o.From != nil {
 		if addr, err := s.Routes.Parse(o.From.Email); err != nil || addr.Namespace != ns.Name {
-			return Email{}, &problem.Error{Kind: problem.Forbidden, Code: "sender_not_in_namespace",
+			return outstore.Email{}, &problem.Error{Kind: problem.Forbidden, Code: "sender_not_in_namespace",
 				Message: fmt.Sprintf("the sender must be an address of namespace %s (<name>@%s.%s)", ns.Name, ns.Name, s.Routes.Domain()),
 				Fields:  []problem.FieldError{{Field: "from.email", Detail: "is not an address of namespace " + ns.Name}}}
 		}
@@ -315,11 +316,11 @@ func (s *Service) create(ctx context.Context, orgID string, ns tenant.Namespace,
 	}
 	rcpts, err := s.recipients(ctx, orgID, ns, o.draft)
 	if err != nil {
-		return Email{}, err
+		return outstore.Email{}, err
 	}
 
-	id := NewID()
-	comp := compose.Message{MessageID: id + "@" + s.Routes.Domain(), Date: s.Store.now(), From: composed(from),
+	id := outstore.NewID()
+	comp := compose.Message{MessageID: id + "@" + s.Routes.Domain(), Date: s.Store.Timestamp(), From: composed(from),
 		To: composedList(o.To), Cc: composedList(o.Cc), Subject: o.Subject, InReplyTo: o.InReplyTo,
 		References: o.References, HTML: o.HTML, Text: o.Text}
 	if o.ReplyTo != nil {
@@ -328,20 +329,20 @@ func (s *Service) create(ctx context.Context, orgID string, ns tenant.Namespace,
 	}
 	for _, a := range o.Attachments {
 		comp.Attachments = append(comp.Attachments, compose.Attachment{Filename: a.Filename, ContentType: a.ContentType,
-			ContentID: a.ContentID, Inline: a.Disposition == DispositionInline, Data: a.Data})
+			ContentID: a.ContentID, Inline: a.Disposition == outstore.DispositionInline, Data: a.Data})
 	}
 	source, err := compose.Build(comp)
 	if err != nil {
-		return Email{}, fmt.Errorf("build outbound message: %w", err)
+		return outstore.Email{}, fmt.Errorf("build outbound message: %w", err)
 	}
 	if len(source) > MaxMessageBytes {
-		return Email{}, problem.Errorf(problem.TooLarge, "message_too_large",
+		return outstore.Email{}, problem.Errorf(problem.TooLarge, "message_too_large",
 			"the encoded message is %d bytes: at most %d (5 MiB)", len(source), MaxMessageBytes)
 	}
-	ne := NewEmail{ID: id, OrgID: orgID, NamespaceID: ns.ID, Type: o.Type, From: from, ReplyTo: o.ReplyTo,
+	ne := outstore.NewEmail{ID: id, OrgID: orgID, NamespaceID: ns.ID, Type: o.Type, From: from, ReplyTo: o.ReplyTo,
 		Subject: o.Subject, HTML: o.HTML, Text: o.Text, MessageID: "<" + comp.MessageID + ">",
 		SourceEmailID: o.Source, Recipients: rcpts, Attachments: o.Attachments, Source: source}
-	var e Email
+	var e outstore.Email
 	err = s.DB.InTx(ctx, func(tx *store.Tx) error {
 		var err error
 		if e, err = s.Store.Create(ctx, tx, ne); err != nil {
@@ -354,9 +355,11 @@ func (s *Service) create(ctx context.Context, orgID string, ns tenant.Namespace,
 }
 
 // composed is an address as compose writes it; composedList a list of them.
-func composed(a Address) compose.Address { return compose.Address{Email: a.Email, Name: a.Name} }
+func composed(a outstore.Address) compose.Address {
+	return compose.Address{Email: a.Email, Name: a.Name}
+}
 
-func composedList(as []Address) []compose.Address {
+func composedList(as []outstore.Address) []compose.Address {
 	var out []compose.Address
 	for _, a := range as {
 		out = append(out, composed(a))
@@ -365,10 +368,10 @@ func composedList(as []Address) []compose.Address {
 }
 
 // fromComposed are compose's addresses as outbound's.
-func fromComposed(as []compose.Address) []Address {
-	var out []Address
+func fromComposed(as []compose.Address) []outstore.Address {
+	var out []outstore.Address
 	for _, a := range as {
-		out = append(out, Address{Email: a.Email, Name: a.Name})
+		out = append(out, outstore.Address{Email: a.Email, Name: a.Name})
 	}
 	return out
 }
@@ -379,18 +382,18 @@ func fromComposed(as []compose.Address) []Address {
 // request is refused (recipient_not_verified), naming each such field. An
 // external address the organisation has suppressed (a hard bounce, a
 // complaint) is kept, to be recorded suppressed without an attempt.
-func (s *Service) recipients(ctx context.Context, orgID string, ns tenant.Namespace, d draft) ([]NewRecipient, error) {
-	var out []NewRecipient
+func (s *Service) recipients(ctx context.Context, orgID string, ns tenant.Namespace, d draft) ([]outstore.NewRecipient, error) {
+	var out []outstore.NewRecipient
 	var refused []problem.FieldError
 	derived := d.Derived
 	for _, l := range []struct {
-		t     RecipientType
+		t     outstore.RecipientType
 		field string
-		as    []Address
-	}{{To, "to", d.To}, {Cc, "cc", d.Cc}, {Bcc, "bcc", d.Bcc}} {
+		as    []outstore.Address
+	}{{outstore.To, "to", d.To}, {outstore.Cc, "cc", d.Cc}, {outstore.Bcc, "bcc", d.Bcc}} {
 		for i, addr := range l.as {
 			field := fmt.Sprintf("%s[%d]", l.field, i-derived)
-			if l.t == To && i < derived {
+			if l.t == outstore.To && i < derived {
 				field = "to" // the reply's recipient, from the email replied to
 			}
 			routed, err := s.Routes.Parse(addr.Email)
@@ -405,13 +408,13 @@ func (s *Service) recipients(ctx context.Context, orgID string, ns tenant.Namesp
 					refused = append(refused, problem.FieldError{Field: field,
 						Detail: fmt.Sprintf("names %s, which is neither an address of namespace %s nor a verified destination of the organisation", quote(addr.Email), ns.Name)})
 				}
-				if suppressed, err = s.Store.suppressedReason(ctx, orgID, addr.Email); err != nil {
+				if suppressed, err = s.Store.SuppressedReason(ctx, orgID, addr.Email); err != nil {
 					return nil, err
 				}
 			}
-			out = append(out, NewRecipient{Type: l.t, Email: addr.Email, Name: addr.Name, Internal: internal, Suppressed: suppressed})
+			out = append(out, outstore.NewRecipient{Type: l.t, Email: addr.Email, Name: addr.Name, Internal: internal, Suppressed: suppressed})
 		}
-		if l.t == To {
+		if l.t == outstore.To {
 			derived = 0
 		}
 	}
@@ -446,7 +449,7 @@ type AddedDestination struct {
 // destinations.MaxVerificationMailsPerHour.
 func (s *Service) AddDestination(ctx context.Context, p tenant.Principal, req AddDestinationRequest) (AddedDestination, error) {
 	var c checker
-	var addr Address
+	var addr outstore.Address
 	if req.Email == nil {
 		c.fail("email", "is required")
 	} else if a, ok := c.mailbox("email", *req.Email); ok {
@@ -531,7 +534,7 @@ func (s *Service) RemoveSuppression(ctx context.Context, p tenant.Principal, req
 		return problem.NotFoundf("suppression")
 	}
 	err := s.Store.Unsuppress(ctx, p.Org.ID, req.Address)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, outstore.ErrNotFound) {
 		return problem.NotFoundf("suppression")
 	}
 	return err

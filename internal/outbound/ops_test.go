@@ -10,6 +10,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/outbound/destinations"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/problem/problemtest"
 	"github.com/catchbox/catchbox/internal/store"
@@ -72,8 +73,8 @@ func TestSendOperation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("send: %v", err)
 		}
-		if sent.Type != outbound.TypeNew || sent.Status != outbound.StatusQueued || sent.RecipientCount != 2 ||
-			sent.From != (outbound.Address{Email: "app@default.localhost", Name: "App"}) || sent.OrgID != e.org.ID || sent.Subject != "Hello" {
+		if sent.Type != outstore.TypeNew || sent.Status != outstore.StatusQueued || sent.RecipientCount != 2 ||
+			sent.From != (outstore.Address{Email: "app@default.localhost", Name: "App"}) || sent.OrgID != e.org.ID || sent.Subject != "Hello" {
 			t.Errorf("sent %+v", sent)
 		}
 		d := e.detail(sent.ID)
@@ -133,7 +134,7 @@ func TestReplyAndForwardOperations(t *testing.T) {
 			t.Fatalf("reply: %v", err)
 		}
 		d := e.detail(reply.ID)
-		if d.Type != outbound.TypeReply || d.Subject != "Re: Quarterly numbers" || d.SourceEmailID != id ||
+		if d.Type != outstore.TypeReply || d.Subject != "Re: Quarterly numbers" || d.SourceEmailID != id ||
 			len(d.Recipients) != 1 || d.Recipients[0].Email != "alice@default.localhost" {
 			t.Errorf("reply %+v, recipients %+v", d.Email, d.Recipients)
 		}
@@ -145,7 +146,7 @@ func TestReplyAndForwardOperations(t *testing.T) {
 			t.Fatalf("forward: %v", err)
 		}
 		d = e.detail(fwd.ID)
-		if d.Type != outbound.TypeForward || d.Subject != "Fwd: Quarterly numbers" || d.SourceEmailID != id ||
+		if d.Type != outstore.TypeForward || d.Subject != "Fwd: Quarterly numbers" || d.SourceEmailID != id ||
 			len(d.Recipients) != 1 || d.Recipients[0].Email != "mary@default.localhost" {
 			t.Errorf("forward %+v, recipients %+v", d.Email, d.Recipients)
 		}
@@ -184,7 +185,7 @@ func TestCancelOperation(t *testing.T) {
 
 		_, err = out.Cancel(ctx, e.stranger(), outbound.CancelRequest{ID: sent.ID})
 		problemtest.Want(t, err, problem.NotFound, "not_found")
-		if d := e.detail(sent.ID); d.Recipients[0].Status != outbound.DeliveryQueued {
+		if d := e.detail(sent.ID); d.Recipients[0].Status != outstore.DeliveryQueued {
 			t.Fatalf("after a refused cancel: %s", d.Recipients[0].Status)
 		}
 		_, err = out.Cancel(ctx, e.owner(), outbound.CancelRequest{ID: "42"})
@@ -195,11 +196,11 @@ func TestCancelOperation(t *testing.T) {
 			t.Fatalf("cancel: %v", err)
 		}
 		for _, r := range d.Recipients {
-			if r.Status != outbound.DeliveryCancelled {
+			if r.Status != outstore.DeliveryCancelled {
 				t.Errorf("recipient %s is %s, want cancelled", r.Email, r.Status)
 			}
 		}
-		if d.Status != outbound.StatusFailed {
+		if d.Status != outstore.StatusFailed {
 			t.Errorf("email status %s, want failed", d.Status)
 		}
 		_, err = out.Cancel(ctx, e.owner(), outbound.CancelRequest{ID: sent.ID})

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/catchbox/catchbox/internal/config"
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 )
@@ -175,7 +175,7 @@ func TestIsolation(t *testing.T) {
 		s := e.send("default", map[string]any{"to": []string{"a@default.localhost"}, "subject": "mine", "text": "x",
 			"attachments": []map[string]any{{"filename": "a.txt", "content_type": "text/plain", "content_base64": b64([]byte("a"))}}})
 		att := e.detail(s.ID).Attachments[0].ID
-		missing := outbound.NewID()
+		missing := outstore.NewID()
 		for _, c := range []struct{ key, method, path string }{
 			{e.otherKey, "GET", "/api/emails/outbound/" + s.ID},
 			{e.otherKey, "GET", "/api/emails/outbound/" + s.ID + "/attachments/" + att},
@@ -283,7 +283,7 @@ func TestCancel(t *testing.T) {
 			"cc": []string{"b@default.localhost"}, "subject": "three", "text": "x"})
 		d := e.detail(s.ID)
 		ctx := context.Background()
-		record := func(ev outbound.NewEvent) {
+		record := func(ev outstore.NewEvent) {
 			t.Helper()
 			err := db.InTx(ctx, func(tx *store.Tx) error {
 				_, err := e.svc.Outbound.Store.RecordEvent(ctx, tx, s.ID, ev)
@@ -293,10 +293,10 @@ func TestCancel(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		record(outbound.NewEvent{Type: outbound.EventDelivered, Provider: outbound.ProviderInternal,
-			Recipients: []outbound.NewEventRecipient{{RecipientID: d.Recipients[0].ID, Attempted: true}}})
-		record(outbound.NewEvent{Type: outbound.EventDeferred, Provider: outbound.ProviderSMTP,
-			Recipients: []outbound.NewEventRecipient{{RecipientID: d.Recipients[1].ID, Attempted: true, SMTPCode: "451"}}})
+		record(outstore.NewEvent{Type: outstore.EventDelivered, Provider: outstore.ProviderInternal,
+			Recipients: []outstore.NewEventRecipient{{RecipientID: d.Recipients[0].ID, Attempted: true}}})
+		record(outstore.NewEvent{Type: outstore.EventDeferred, Provider: outstore.ProviderSMTP,
+			Recipients: []outstore.NewEventRecipient{{RecipientID: d.Recipients[1].ID, Attempted: true, SMTPCode: "451"}}})
 		e.later(time.Minute)
 
 		r := e.do(e.key, "POST", "/api/emails/outbound/"+s.ID+"/cancel", nil)
@@ -379,10 +379,10 @@ func TestUsageOfSends(t *testing.T) {
 		if u, _ := e.svc.Outbound.Store.MonthlyUsage(context.Background(), e.other.ID, start); u.Messages != 0 {
 			t.Errorf("another organisation's usage %d", u.Messages)
 		}
-		if _, err := outbound.ParseMonth("2026-13", start); err == nil {
+		if _, err := outstore.ParseMonth("2026-13", start); err == nil {
 			t.Errorf("month 13 parsed")
 		}
-		if m, _ := outbound.ParseMonth("", start); m.Format("2006-01") != "2026-11" {
+		if m, _ := outstore.ParseMonth("", start); m.Format("2006-01") != "2026-11" {
 			t.Errorf("default month %v", m)
 		}
 	})

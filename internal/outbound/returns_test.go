@@ -14,8 +14,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
-	"github.com/catchbox/catchbox/internal/outbound"
-	"github.com/catchbox/catchbox/internal/outbound/returns"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 )
@@ -63,7 +62,7 @@ func mailReturn(addr, rcpt string, raw []byte) error {
 }
 
 // recipientNamed is the recipient of d with the address.
-func recipientNamed(t *testing.T, d outbound.Detail, addr string) outbound.Recipient {
+func recipientNamed(t *testing.T, d outstore.Detail, addr string) outstore.Recipient {
 	t.Helper()
 	for _, r := range d.Recipients {
 		if r.Email == addr {
@@ -71,12 +70,12 @@ func recipientNamed(t *testing.T, d outbound.Detail, addr string) outbound.Recip
 		}
 	}
 	t.Fatalf("no recipient %s in %+v", addr, d.Recipients)
-	return outbound.Recipient{}
+	return outstore.Recipient{}
 }
 
 // eventsOf are the events of d of the type.
-func eventsOf(d outbound.Detail, typ outbound.EventType) []outbound.Event {
-	var out []outbound.Event
+func eventsOf(d outstore.Detail, typ outstore.EventType) []outstore.Event {
+	var out []outstore.Event
 	for _, ev := range d.Events {
 		if ev.Type == typ {
 			out = append(out, ev)
@@ -114,7 +113,7 @@ func TestBounceOverSMTP(t *testing.T) {
 		if err := mailReturn(addr, forged, dsn); !errors.As(err, &smtpErr) || smtpErr.Code != 550 {
 			t.Fatalf("forged return path: %v, want 550", err)
 		}
-		if d := e.detail(s.ID); len(eventsOf(d, outbound.EventBounced)) != 0 {
+		if d := e.detail(s.ID); len(eventsOf(d, outstore.EventBounced)) != 0 {
 			t.Fatal("a report to a forged return path was recorded")
 		}
 
@@ -125,12 +124,12 @@ func TestBounceOverSMTP(t *testing.T) {
 			}
 		}
 		d := e.detail(s.ID)
-		bounced := eventsOf(d, outbound.EventBounced)
+		bounced := eventsOf(d, outstore.EventBounced)
 		if len(bounced) != 1 {
 			t.Fatalf("%d bounced events, want 1 (the report arrived twice): %+v", len(bounced), d.Events)
 		}
 		ev := bounced[0]
-		if ev.Subtype != "permanent" || ev.Provider != outbound.ProviderSMTP || len(ev.Recipients) != 1 {
+		if ev.Subtype != "permanent" || ev.Provider != outstore.ProviderSMTP || len(ev.Recipients) != 1 {
 			t.Errorf("event %+v", ev)
 		}
 		er := ev.Recipients[0]
@@ -139,15 +138,15 @@ func TestBounceOverSMTP(t *testing.T) {
 			t.Errorf("event recipient %+v", er)
 		}
 		mary := recipientNamed(t, d, "mary@example.org")
-		if mary.Status != outbound.DeliveryBounced || mary.BounceType != "hard" || mary.LastEventType != outbound.EventBounced ||
-			mary.LastSMTPCode != "550" || mary.LastEnhancedStatusCode != "5.1.1" || mary.At[outbound.DeliveryBounced].IsZero() ||
+		if mary.Status != outstore.DeliveryBounced || mary.BounceType != "hard" || mary.LastEventType != outstore.EventBounced ||
+			mary.LastSMTPCode != "550" || mary.LastEnhancedStatusCode != "5.1.1" || mary.At[outstore.DeliveryBounced].IsZero() ||
 			mary.AttemptCount != 0 {
 			t.Errorf("mary %+v", mary)
 		}
-		if joe := recipientNamed(t, d, "joe@example.org"); joe.Status != outbound.DeliveryQueued {
+		if joe := recipientNamed(t, d, "joe@example.org"); joe.Status != outstore.DeliveryQueued {
 			t.Errorf("joe %s, want queued: the report does not name him", joe.Status)
 		}
-		if d.DeliverySummary()[outbound.DeliveryBounced] != 1 {
+		if d.DeliverySummary()[outstore.DeliveryBounced] != 1 {
 			t.Errorf("summary %v", d.DeliverySummary())
 		}
 		var inboxed int
@@ -160,14 +159,14 @@ func TestBounceOverSMTP(t *testing.T) {
 			"subject": "Again", "text": "Hello"})
 		d2 := e.detail(s2.ID)
 		m2 := recipientNamed(t, d2, "MARY@example.org")
-		if m2.Status != outbound.DeliverySuppressed || m2.AttemptCount != 0 || m2.At[outbound.DeliverySuppressed].IsZero() {
+		if m2.Status != outstore.DeliverySuppressed || m2.AttemptCount != 0 || m2.At[outstore.DeliverySuppressed].IsZero() {
 			t.Errorf("mary on the next send %+v", m2)
 		}
-		if sup := eventsOf(d2, outbound.EventSuppressed); len(sup) != 1 || sup[0].Subtype != outbound.SuppressedBounced ||
+		if sup := eventsOf(d2, outstore.EventSuppressed); len(sup) != 1 || sup[0].Subtype != outstore.SuppressedBounced ||
 			len(sup[0].Recipients) != 1 || sup[0].Recipients[0].RecipientID != m2.ID {
 			t.Errorf("suppressed events %+v", sup)
 		}
-		if j2 := recipientNamed(t, d2, "joe@example.org"); j2.Status != outbound.DeliveryQueued {
+		if j2 := recipientNamed(t, d2, "joe@example.org"); j2.Status != outstore.DeliveryQueued {
 			t.Errorf("joe on the next send %s", j2.Status)
 		}
 	})
@@ -194,7 +193,7 @@ func TestDelayAndComplaintsOverSMTP(t *testing.T) {
 		if err := mailReturn(addr, rp, sample(t, "vacation.eml", rp, "mary@example.org", s.MessageID)); err != nil {
 			t.Fatalf("auto-reply: %v", err)
 		}
-		if d := e.detail(s.ID); len(d.Events) != 1 || d.Recipients[0].Status != outbound.DeliveryQueued {
+		if d := e.detail(s.ID); len(d.Events) != 1 || d.Recipients[0].Status != outstore.DeliveryQueued {
 			t.Fatalf("an auto-reply changed the email: %+v", d.Events)
 		}
 
@@ -204,10 +203,10 @@ func TestDelayAndComplaintsOverSMTP(t *testing.T) {
 		}
 		d := e.detail(s.ID)
 		mary := d.Recipients[0]
-		if mary.Status != outbound.DeliveryDelayed || mary.LastEnhancedStatusCode != "4.4.1" || mary.BounceType != "" {
+		if mary.Status != outstore.DeliveryDelayed || mary.LastEnhancedStatusCode != "4.4.1" || mary.BounceType != "" {
 			t.Errorf("after the delay notice %+v", mary)
 		}
-		if ev := eventsOf(d, outbound.EventDelayed); len(ev) != 1 || ev[0].Recipients[0].Action != "delayed" ||
+		if ev := eventsOf(d, outstore.EventDelayed); len(ev) != 1 || ev[0].Recipients[0].Action != "delayed" ||
 			ev[0].Recipients[0].DiagnosticCode != "X-Postfix; connect to mail.example.com[203.0.113.9]:25: Connection timed out" {
 			t.Errorf("delayed events %+v", ev)
 		}
@@ -221,10 +220,10 @@ func TestDelayAndComplaintsOverSMTP(t *testing.T) {
 		}
 		d = e.detail(s.ID)
 		mary = d.Recipients[0]
-		if mary.Status != outbound.DeliveryComplained || mary.ComplaintFeedbackType != "abuse" || mary.At[outbound.DeliveryComplained].IsZero() {
+		if mary.Status != outstore.DeliveryComplained || mary.ComplaintFeedbackType != "abuse" || mary.At[outstore.DeliveryComplained].IsZero() {
 			t.Errorf("after the feedback report %+v", mary)
 		}
-		if ev := eventsOf(d, outbound.EventComplained); len(ev) != 1 || ev[0].Subtype != "abuse" {
+		if ev := eventsOf(d, outstore.EventComplained); len(ev) != 1 || ev[0].Subtype != "abuse" {
 			t.Errorf("complained events %+v", ev)
 		}
 
@@ -234,10 +233,10 @@ func TestDelayAndComplaintsOverSMTP(t *testing.T) {
 			t.Fatalf("feedback report: %v", err)
 		}
 		d2 := e.detail(s2.ID)
-		if joe := recipientNamed(t, d2, "joe@example.org"); joe.Status != outbound.DeliveryComplained || joe.ComplaintFeedbackType != "fraud" {
+		if joe := recipientNamed(t, d2, "joe@example.org"); joe.Status != outstore.DeliveryComplained || joe.ComplaintFeedbackType != "fraud" {
 			t.Errorf("joe %+v", joe)
 		}
-		if m := recipientNamed(t, d2, "mary@example.org"); m.Status != outbound.DeliverySuppressed {
+		if m := recipientNamed(t, d2, "mary@example.org"); m.Status != outstore.DeliverySuppressed {
 			t.Errorf("mary %+v, want suppressed since her complaint", m)
 		}
 		sup, total, err := e.svc.Outbound.Store.Suppressions(context.Background(), e.org.ID, 10, 0)
@@ -245,7 +244,7 @@ func TestDelayAndComplaintsOverSMTP(t *testing.T) {
 			t.Fatalf("suppressions %+v %d %v", sup, total, err)
 		}
 		for _, sp := range sup {
-			if sp.Reason != outbound.SuppressedComplained || sp.SourceEventID == "" {
+			if sp.Reason != outstore.SuppressedComplained || sp.SourceEventID == "" {
 				t.Errorf("suppression %+v", sp)
 			}
 		}
@@ -259,7 +258,7 @@ func TestDelayAndComplaintsOverSMTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, rc := range od.Recipients {
-			if rc.Status != outbound.DeliveryQueued {
+			if rc.Status != outstore.DeliveryQueued {
 				t.Errorf("other organisation's %s is %s", rc.Email, rc.Status)
 			}
 		}
@@ -296,72 +295,6 @@ func TestReturnPathNeedsMX(t *testing.T) {
 	}
 }
 
-// TestRecordReport records reports through the store: a failed block of
-// class 4 is a soft bounce that suppresses nothing; delivered, relayed and
-// expanded are delivered events; an unknown action and an address of no
-// recipient are ignored; the address is matched without regard to case; a
-// feedback report naming nobody concerns the only external recipient, and
-// with two external recipients it concerns nobody.
-func TestRecordReport(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		e := newEnv(t, db)
-		ctx := context.Background()
-		em := e.create(message(e.org, "s", to("Soft@Example.org", false), to("ok@example.org", false), to("me@team.localhost", true)))
-		n, err := e.s.RecordReport(ctx, em.ID, returns.Report{Kind: returns.DSN, ID: "r1", Recipients: []returns.Recipient{
-			{Final: "soft@example.org", Action: "failed", Status: "4.4.7", DiagnosticCode: "smtp; 451 4.4.7 queue lifetime exceeded", SMTPCode: "451"},
-			{Final: "ok@example.org", Action: "relayed"},
-			{Final: "ok@example.org", Action: "transmogrified"},
-			{Final: "stranger@example.org", Action: "failed", Status: "5.1.1"},
-		}})
-		if err != nil || n != 2 {
-			t.Fatalf("recorded %d (%v), want 2", n, err)
-		}
-		d := e.get(em.ID)
-		soft := d.Recipients[0]
-		if soft.Status != outbound.DeliveryBounced || soft.BounceType != "soft" || soft.LastSMTPCode != "451" {
-			t.Errorf("soft %+v", soft)
-		}
-		if ev := d.Events[len(d.Events)-2]; ev.Type != outbound.EventBounced || ev.Subtype != "transient" {
-			t.Errorf("soft bounce event %+v", ev)
-		}
-		if ok := d.Recipients[1]; ok.Status != outbound.DeliveryDelivered || ok.LastEventType != outbound.EventDelivered {
-			t.Errorf("relayed %+v", ok)
-		}
-		if sup, _, _ := e.s.Suppressions(ctx, e.org, 10, 0); len(sup) != 0 {
-			t.Errorf("a soft bounce suppressed %+v", sup)
-		}
-
-		// Both external recipients: an anonymous complaint names nobody.
-		anon := returns.Report{Kind: returns.Feedback, ID: "arf1", FeedbackType: "abuse"}
-		if n, err := e.s.RecordReport(ctx, em.ID, anon); err != nil || n != 0 {
-			t.Errorf("anonymous complaint with two external recipients: %d %v", n, err)
-		}
-		one := e.create(message(e.org, "s", to("only@example.org", false), to("me@team.localhost", true)))
-		if n, err := e.s.RecordReport(ctx, one.ID, anon); err != nil || n != 1 {
-			t.Fatalf("anonymous complaint with one external recipient: %d %v", n, err)
-		}
-		if r := e.get(one.ID).Recipients[0]; r.Status != outbound.DeliveryComplained || r.ComplaintFeedbackType != "abuse" {
-			t.Errorf("only %+v", r)
-		}
-		sup, _, _ := e.s.Suppressions(ctx, e.org, 10, 0)
-		if len(sup) != 1 || sup[0].Address != "only@example.org" || sup[0].Reason != outbound.SuppressedComplained {
-			t.Errorf("suppressions %+v", sup)
-		}
-		if sup, _, _ := e.s.Suppressions(ctx, e.other, 10, 0); len(sup) != 0 {
-			t.Errorf("another organisation's suppressions %+v", sup)
-		}
-		if _, err := e.s.RecordReport(ctx, outbound.NewID(), anon); !errors.Is(err, outbound.ErrNotFound) {
-			t.Errorf("report of no email: %v", err)
-		}
-		if err := e.s.Unsuppress(ctx, e.org, "ONLY@example.org"); err != nil {
-			t.Errorf("unsuppress: %v", err)
-		}
-		if err := e.s.Unsuppress(ctx, e.org, "only@example.org"); !errors.Is(err, outbound.ErrNotFound) {
-			t.Errorf("unsuppress again: %v", err)
-		}
-	})
-}
-
 // TestBounceAfterRelay follows a message through the real delivery job: the
 // relay accepts it for two recipients from the message's return path and
 // refuses a third with 550 5.1.1 (a hard bounce at once); a DSN sent back to
@@ -391,20 +324,20 @@ func TestBounceAfterRelay(t *testing.T) {
 		}
 		d := e.detail(s.ID)
 		mary, joe := recipient(t, d, "mary@example.org"), recipient(t, d, "joe@example.org")
-		if mary.Status != outbound.DeliveryBounced || mary.BounceType != "hard" || mary.At[outbound.DeliverySent].IsZero() ||
-			mary.AttemptCount != 1 || joe.Status != outbound.DeliverySent || d.Status != outbound.StatusSent {
+		if mary.Status != outstore.DeliveryBounced || mary.BounceType != "hard" || mary.At[outstore.DeliverySent].IsZero() ||
+			mary.AttemptCount != 1 || joe.Status != outstore.DeliverySent || d.Status != outstore.StatusSent {
 			t.Errorf("after the DSN: status %s, mary %+v, joe %+v", d.Status, mary, joe)
 		}
 
 		s2 := e.send("default", body)
 		d2 := e.until(s2.ID, "the second send settled", settled(1))
-		if m := recipient(t, d2, "mary@example.org"); m.Status != outbound.DeliverySuppressed || m.AttemptCount != 0 {
+		if m := recipient(t, d2, "mary@example.org"); m.Status != outstore.DeliverySuppressed || m.AttemptCount != 0 {
 			t.Errorf("mary on the second send %+v", m)
 		}
-		if j := recipient(t, d2, "joe@example.org"); j.Status != outbound.DeliverySent {
+		if j := recipient(t, d2, "joe@example.org"); j.Status != outstore.DeliverySent {
 			t.Errorf("joe on the second send %+v", j)
 		}
-		if g := recipient(t, d2, "gone@example.org"); g.Status != outbound.DeliverySuppressed || g.AttemptCount != 0 {
+		if g := recipient(t, d2, "gone@example.org"); g.Status != outstore.DeliverySuppressed || g.AttemptCount != 0 {
 			t.Errorf("gone on the second send %+v", g)
 		}
 		for _, a := range []string{"mary@example.org", "gone@example.org"} {

@@ -11,7 +11,7 @@ import (
 	gomail "github.com/emersion/go-message/mail"
 
 	mimemsg "github.com/catchbox/catchbox/internal/message"
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 )
@@ -60,8 +60,8 @@ func TestSend(t *testing.T) {
 
 		// The detail form.
 		d := e.detail(s.ID)
-		if d.Status != outbound.StatusQueued || d.HTML != html || d.Text != text || d.ReplyTo == nil ||
-			d.ReplyTo.Name != "Support, Team" || len(d.Events) != 1 || d.Events[0].Type != outbound.EventQueued {
+		if d.Status != outstore.StatusQueued || d.HTML != html || d.Text != text || d.ReplyTo == nil ||
+			d.ReplyTo.Name != "Support, Team" || len(d.Events) != 1 || d.Events[0].Type != outstore.EventQueued {
 			t.Errorf("detail %+v", d)
 		}
 		var rcpts []string

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/catchbox/catchbox/internal/outbound/compose"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/problem"
 	"github.com/catchbox/catchbox/internal/routing"
 )
@@ -55,14 +56,14 @@ type input struct {
 // draft is a request's fields once checked: what the message is made of,
 // before its sender and recipients are checked against the namespace.
 type draft struct {
-	From        *Address // nil: the namespace's default sender
-	ReplyTo     *Address
-	To, Cc, Bcc []Address
+	From        *outstore.Address // nil: the namespace's default sender
+	ReplyTo     *outstore.Address
+	To, Cc, Bcc []outstore.Address
 	// Derived is how many of To come from the email replied to.
 	Derived     int
 	Subject     string
 	HTML, Text  string
-	Attachments []NewAttachment
+	Attachments []outstore.NewAttachment
 }
 
 // checker collects the invalid fields of one request (problem.Fields), so
@@ -98,32 +99,32 @@ func isControl(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }
 // mailbox checks an address given as a string: a bare address or a name and
 // an address ("Jane <jane@example.com>"), RFC 5322 section 3.4, whose domain
 // is a host name or an address literal (RFC 5321 section 4.1.2).
-func (c *checker) mailbox(field, v string) (Address, bool) {
+func (c *checker) mailbox(field, v string) (outstore.Address, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		c.fail(field, "must be an email address")
-		return Address{}, false
+		return outstore.Address{}, false
 	}
 	a, err := mail.ParseAddress(v)
 	if err != nil || a.Address == "" || !utf8.ValidString(v) {
 		c.fail(field, "must be an email address, not %s", quote(v))
-		return Address{}, false
+		return outstore.Address{}, false
 	}
 	if _, err := syntaxOnly.Parse(a.Address); errors.Is(err, routing.ErrSyntax) {
 		c.fail(field, "must be an email address, not %s", quote(v))
-		return Address{}, false
+		return outstore.Address{}, false
 	}
 	if !c.text(field, a.Name, maxName, true) {
-		return Address{}, false
+		return outstore.Address{}, false
 	}
-	return Address{Email: a.Address, Name: a.Name}, true
+	return outstore.Address{Email: a.Address, Name: a.Name}, true
 }
 
 // syntaxOnly checks the syntax of addresses: no namespace is looked up.
 var syntaxOnly = routing.New("invalid", nil)
 
 // address checks an OutboundEmailAddress (from, reply_to). nil is absent.
-func (c *checker) address(field string, in *AddressInput) *Address {
+func (c *checker) address(field string, in *AddressInput) *outstore.Address {
 	if in == nil {
 		return nil
 	}
@@ -148,8 +149,8 @@ func (c *checker) address(field string, in *AddressInput) *Address {
 
 // list checks a recipient list. seen holds the addresses named so far, lower
 // case: an address named twice would be delivered twice.
-func (c *checker) list(field string, vs []string, seen map[string]bool) []Address {
-	var out []Address
+func (c *checker) list(field string, vs []string, seen map[string]bool) []outstore.Address {
+	var out []outstore.Address
 	for i, v := range vs {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		a, ok := c.mailbox(f, v)
@@ -169,16 +170,16 @@ func (c *checker) list(field string, vs []string, seen map[string]bool) []Addres
 
 // attachments checks the attachments: at most MaxAttachments, each with a
 // filename, a media type and base64 content that decodes.
-func (c *checker) attachments(in []AttachmentInput) []NewAttachment {
+func (c *checker) attachments(in []AttachmentInput) []outstore.NewAttachment {
 	if len(in) > MaxAttachments {
 		c.fail("attachments", "must hold at most %d attachments", MaxAttachments)
 		return nil
 	}
-	var out []NewAttachment
+	var out []outstore.NewAttachment
 	cids := map[string]bool{}
 	for i, a := range in {
 		f := fmt.Sprintf("attachments[%d]", i)
-		var na NewAttachment
+		var na outstore.NewAttachment
 		ok := true
 		switch {
 		case strings.TrimSpace(a.Filename) == "":
@@ -224,11 +225,11 @@ func (c *checker) attachments(in []AttachmentInput) []NewAttachment {
 		switch {
 		case a.Disposition == "":
 			// A part with a Content-ID is there to be shown in the HTML.
-			na.Disposition = DispositionAttachment
+			na.Disposition = outstore.DispositionAttachment
 			if na.ContentID != "" {
-				na.Disposition = DispositionInline
+				na.Disposition = outstore.DispositionInline
 			}
-		case a.Disposition == DispositionAttachment || a.Disposition == DispositionInline:
+		case a.Disposition == outstore.DispositionAttachment || a.Disposition == outstore.DispositionInline:
 			na.Disposition = a.Disposition
 		default:
 			c.fail(f+".disposition", "must be attachment or inline")
@@ -312,7 +313,7 @@ var (
 // check checks a request's fields in the seed's order (from, reply_to, to,
 // cc, bcc, subject, html, text, attachments). derived are the recipients a
 // reply takes from the email replied to, counted before the request's.
-func (c *checker) check(in input, r rules, derived []Address) draft {
+func (c *checker) check(in input, r rules, derived []outstore.Address) draft {
 	var d draft
 	d.From = c.address("from", in.From)
 	if r.replyTo {
@@ -347,7 +348,7 @@ func (c *checker) check(in input, r rules, derived []Address) draft {
 
 // recipientLists checks to, cc and bcc after the derived recipients (a
 // reply's), and the count across them.
-func (c *checker) recipientLists(d *draft, derived []Address, to, cc, bcc []string) {
+func (c *checker) recipientLists(d *draft, derived []outstore.Address, to, cc, bcc []string) {
 	if len(derived) > MaxRecipients {
 		c.fail("to", "(the Reply-To of the email replied to) names %d addresses: at most %d recipients in total", len(derived), MaxRecipients)
 		return
@@ -356,7 +357,7 @@ func (c *checker) recipientLists(d *draft, derived []Address, to, cc, bcc []stri
 	for _, a := range derived {
 		seen[strings.ToLower(a.Email)] = true
 	}
-	d.To = append(append([]Address(nil), derived...), c.list("to", to, seen)...)
+	d.To = append(append([]outstore.Address(nil), derived...), c.list("to", to, seen)...)
 	d.Derived = len(derived)
 	d.Cc = c.list("cc", cc, seen)
 	d.Bcc = c.list("bcc", bcc, seen)

@@ -43,6 +43,7 @@ import (
 	"github.com/catchbox/catchbox/internal/notify"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/outbound/destinations"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/outbound/relay"
 	"github.com/catchbox/catchbox/internal/pop3d"
 	"github.com/catchbox/catchbox/internal/preview"
@@ -352,7 +353,7 @@ func New(ctx context.Context, cfg config.Serve, db *store.DB) (*Service, error) 
 		slog.Info("Outbound mail to external recipients goes through the relay", "relay", relayCfg.String())
 	}
 	routes := routing.New(cfg.MailDomain, s.Tenants)
-	outStore := outbound.NewStore(db, cfg.OutboundContentTTL, s.Webhooks)
+	outStore := outstore.NewStore(db, cfg.OutboundContentTTL, s.Webhooks)
 	s.Deliverer = &outbound.Deliverer{Store: outStore, DB: db, Routes: routes, Key: key,
 		Ingester: s.Ingester, MaxAge: cfg.OutboundMaxAge, Relay: relayClient}
 	dests := destinations.NewStore(db)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -20,14 +21,14 @@ import (
 // newest first, filtered by status and type, a page at a time.
 func (d *Dashboard) OutboundHandler(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f := outbound.Filter{Limit: outbound.DefaultLimit, Status: outbound.Status(q.Get("status")), Type: outbound.Type(q.Get("type"))}
+	f := outstore.Filter{Limit: outstore.DefaultLimit, Status: outstore.Status(q.Get("status")), Type: outstore.Type(q.Get("type"))}
 	switch f.Status {
-	case "", outbound.StatusQueued, outbound.StatusSending, outbound.StatusSent, outbound.StatusFailed:
+	case "", outstore.StatusQueued, outstore.StatusSending, outstore.StatusSent, outstore.StatusFailed:
 	default:
 		return badRequest("status must be queued, sending, sent or failed.")
 	}
 	switch f.Type {
-	case "", outbound.TypeNew, outbound.TypeReply, outbound.TypeForward:
+	case "", outstore.TypeNew, outstore.TypeReply, outstore.TypeForward:
 	default:
 		return badRequest("type must be new, reply or forward.")
 	}
@@ -74,7 +75,7 @@ func (d *Dashboard) OutboundEmailHandler(w http.ResponseWriter, r *http.Request)
 		return notFound("Outbound email")
 	}
 	e, err := d.Outbound.Store.Get(r.Context(), tenant.OrgFrom(r.Context()).ID, strings.ToLower(id))
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, outbound.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, outstore.ErrNotFound) {
 		return notFound("Outbound email")
 	}
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/catchbox/catchbox/internal/deliverability"
 	"github.com/catchbox/catchbox/internal/inbox"
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/sms"
 	"github.com/catchbox/catchbox/internal/totp"
 	"github.com/catchbox/catchbox/internal/webhook"
@@ -16,7 +16,7 @@ import (
 // import webhook); every name is one an endpoint may subscribe to, and every
 // type an endpoint may subscribe to is emitted by one of them.
 func TestEmittedTypesAreTheSubscribableOnes(t *testing.T) {
-	emitted := []string{inbox.EventReceived, sms.EventReceived, outbound.EventRecorded, outbound.EventStatusChanged,
+	emitted := []string{inbox.EventReceived, sms.EventReceived, outstore.EventRecorded, outstore.EventStatusChanged,
 		deliverability.EventCompleted, totp.EventExpired}
 	for _, typ := range emitted {
 		if !slices.Contains(webhook.EventTypes, typ) {

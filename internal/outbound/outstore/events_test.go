@@ -1,4 +1,4 @@
-package outbound_test
+package outstore_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 )
@@ -17,7 +17,7 @@ import (
 // step is one event of a sequence: its type, when it happened (seconds after
 // the email was created) and the recipients (by position) it concerns.
 type step struct {
-	typ       outbound.EventType
+	typ       outstore.EventType
 	at        int
 	rcpts     []int
 	attempted bool
@@ -33,11 +33,11 @@ type step struct {
 // count, last event and its second, the seconds of its <status>_at fields,
 // and its last SMTP code.
 type wantRecipient struct {
-	status   outbound.DeliveryStatus
+	status   outstore.DeliveryStatus
 	attempts int
-	last     outbound.EventType
+	last     outstore.EventType
 	lastAt   int
-	at       map[outbound.DeliveryStatus]int
+	at       map[outstore.DeliveryStatus]int
 	smtp     string
 	bounce   string
 	feedback string
@@ -53,15 +53,15 @@ var stateCases = []struct {
 	want  []wantRecipient
 	// The email's status, the seconds of its sending_at, sent_at and failed_at
 	// (never for absent), its failure_reason and provider.
-	status                    outbound.Status
+	status                    outstore.Status
 	sending, sent, failed     int
 	reason, provider, providM string
 }{
 	{
 		name: "created", rcpts: 2,
 		want: []wantRecipient{
-			{status: "queued", last: "queued", at: map[outbound.DeliveryStatus]int{"queued": 0}},
-			{status: "queued", last: "queued", at: map[outbound.DeliveryStatus]int{"queued": 0}},
+			{status: "queued", last: "queued", at: map[outstore.DeliveryStatus]int{"queued": 0}},
+			{status: "queued", last: "queued", at: map[outstore.DeliveryStatus]int{"queued": 0}},
 		},
 		status: "queued", sending: never, sent: never, failed: never,
 	},
@@ -69,15 +69,15 @@ var stateCases = []struct {
 		name: "internal delivery", rcpts: 1,
 		steps: []step{{typ: "delivered", at: 1, rcpts: []int{0}, attempted: true, provider: "internal", providerM: "inbound-1"}},
 		want: []wantRecipient{{status: "delivered", attempts: 1, last: "delivered", lastAt: 1,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "delivered": 1}}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "delivered": 1}}},
 		status: "sent", sending: 1, sent: 1, failed: never, provider: "internal", providM: "inbound-1",
 	},
 	{
 		name: "relay 250 to both in one event", rcpts: 2,
 		steps: []step{{typ: "sent", at: 2, rcpts: []int{0, 1}, attempted: true, smtp: "250 2.0.0 Ok: queued as ABC", provider: "smtp", providerM: "ABC"}},
 		want: []wantRecipient{
-			{status: "sent", attempts: 1, last: "sent", lastAt: 2, at: map[outbound.DeliveryStatus]int{"queued": 0, "sent": 2}, smtp: "250"},
-			{status: "sent", attempts: 1, last: "sent", lastAt: 2, at: map[outbound.DeliveryStatus]int{"queued": 0, "sent": 2}, smtp: "250"},
+			{status: "sent", attempts: 1, last: "sent", lastAt: 2, at: map[outstore.DeliveryStatus]int{"queued": 0, "sent": 2}, smtp: "250"},
+			{status: "sent", attempts: 1, last: "sent", lastAt: 2, at: map[outstore.DeliveryStatus]int{"queued": 0, "sent": 2}, smtp: "250"},
 		},
 		status: "sent", sending: 2, sent: 2, failed: never, provider: "smtp", providM: "ABC",
 	},
@@ -88,7 +88,7 @@ var stateCases = []struct {
 			{typ: "sent", at: 60, rcpts: []int{0}, attempted: true, smtp: "250 2.0.0 Ok", provider: "smtp"},
 		},
 		want: []wantRecipient{{status: "sent", attempts: 2, last: "sent", lastAt: 60,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "deferred": 1, "sent": 60}, smtp: "250"}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "deferred": 1, "sent": 60}, smtp: "250"}},
 		status: "sent", sending: 1, sent: 60, failed: never, provider: "smtp",
 	},
 	{
@@ -99,14 +99,14 @@ var stateCases = []struct {
 			{typ: "expired", at: 86400, rcpts: []int{0}},
 		},
 		want: []wantRecipient{{status: "expired", attempts: 2, last: "expired", lastAt: 86400,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "deferred": 30, "expired": 86400}, smtp: "421"}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "deferred": 30, "expired": 86400}, smtp: "421"}},
 		status: "failed", sending: 1, sent: never, failed: 86400, reason: "no recipient was delivered (expired 1)",
 	},
 	{
 		name: "5xx bounce", rcpts: 1,
 		steps: []step{{typ: "bounced", at: 1, rcpts: []int{0}, attempted: true, smtp: "550 5.1.1 No such user", bounce: "hard"}},
 		want: []wantRecipient{{status: "bounced", attempts: 1, last: "bounced", lastAt: 1,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "bounced": 1}, smtp: "550", bounce: "hard"}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "bounced": 1}, smtp: "550", bounce: "hard"}},
 		status: "failed", sending: 1, sent: never, failed: 1, reason: "no recipient was delivered (bounced 1)",
 	},
 	{
@@ -117,8 +117,8 @@ var stateCases = []struct {
 			{typ: "bounced", at: 5, rcpts: []int{1}, attempted: true, smtp: "550 5.7.1 Rejected", bounce: "hard"},
 		},
 		want: []wantRecipient{
-			{status: "delivered", attempts: 1, last: "delivered", lastAt: 1, at: map[outbound.DeliveryStatus]int{"queued": 0, "delivered": 1}},
-			{status: "bounced", attempts: 2, last: "bounced", lastAt: 5, at: map[outbound.DeliveryStatus]int{"queued": 0, "deferred": 1, "bounced": 5}, smtp: "550", bounce: "hard"},
+			{status: "delivered", attempts: 1, last: "delivered", lastAt: 1, at: map[outstore.DeliveryStatus]int{"queued": 0, "delivered": 1}},
+			{status: "bounced", attempts: 2, last: "bounced", lastAt: 5, at: map[outstore.DeliveryStatus]int{"queued": 0, "deferred": 1, "bounced": 5}, smtp: "550", bounce: "hard"},
 		},
 		status: "sent", sending: 1, sent: 5, failed: never,
 	},
@@ -129,7 +129,7 @@ var stateCases = []struct {
 			{typ: "bounced", at: 300, rcpts: []int{0}, smtp: "550 5.1.1 User unknown", bounce: "hard"},
 		},
 		want: []wantRecipient{{status: "bounced", attempts: 1, last: "bounced", lastAt: 300,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "sent": 1, "bounced": 300}, smtp: "550", bounce: "hard"}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "sent": 1, "bounced": 300}, smtp: "550", bounce: "hard"}},
 		status: "failed", sending: 1, sent: 1, failed: 300, reason: "no recipient was delivered (bounced 1)",
 	},
 	{
@@ -140,7 +140,7 @@ var stateCases = []struct {
 			{typ: "delivered", at: 7200, rcpts: []int{0}},
 		},
 		want: []wantRecipient{{status: "delivered", attempts: 1, last: "delivered", lastAt: 7200,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "sent": 1, "delayed": 3600, "delivered": 7200}, smtp: "451"}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "sent": 1, "delayed": 3600, "delivered": 7200}, smtp: "451"}},
 		status: "sent", sending: 1, sent: 1, failed: never,
 	},
 	{
@@ -150,7 +150,7 @@ var stateCases = []struct {
 			{typ: "delayed", at: 3600, rcpts: []int{0}},
 		},
 		want: []wantRecipient{{status: "delayed", attempts: 1, last: "delayed", lastAt: 3600,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "sent": 1, "delayed": 3600}}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "sent": 1, "delayed": 3600}}},
 		status: "sent", sending: 1, sent: 1, failed: never,
 	},
 	{
@@ -160,7 +160,7 @@ var stateCases = []struct {
 			{typ: "delayed", at: 9, rcpts: []int{0}, smtp: "451 4.4.1 No answer"},
 		},
 		want: []wantRecipient{{status: "bounced", attempts: 1, last: "delayed", lastAt: 9,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "bounced": 1, "delayed": 9}, smtp: "451"}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "bounced": 1, "delayed": 9}, smtp: "451"}},
 		status: "failed", sending: 1, sent: never, failed: 1, reason: "no recipient was delivered (bounced 1)",
 	},
 	{
@@ -170,7 +170,7 @@ var stateCases = []struct {
 			{typ: "delayed", at: 10, rcpts: []int{0}, smtp: "451 4.4.1 No answer"},
 		},
 		want: []wantRecipient{{status: "delivered", attempts: 1, last: "delivered", lastAt: 20,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "delivered": 20, "delayed": 10}, smtp: "250"}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "delivered": 20, "delayed": 10}, smtp: "250"}},
 		status: "sent", sending: 20, sent: 20, failed: never,
 	},
 	{
@@ -181,7 +181,7 @@ var stateCases = []struct {
 			{typ: "delayed", at: 50, rcpts: []int{0}},
 		},
 		want: []wantRecipient{{status: "delayed", attempts: 1, last: "delayed", lastAt: 100,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "sent": 1, "delayed": 100}}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "sent": 1, "delayed": 100}}},
 		status: "sent", sending: 1, sent: 1, failed: never,
 	},
 	{
@@ -192,7 +192,7 @@ var stateCases = []struct {
 			{typ: "bounced", at: 60, rcpts: []int{0}},
 		},
 		want: []wantRecipient{{status: "complained", attempts: 1, last: "bounced", lastAt: 60,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "delivered": 1, "complained": 50, "bounced": 60}, feedback: "abuse"}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "delivered": 1, "complained": 50, "bounced": 60}, feedback: "abuse"}},
 		status: "sent", sending: 1, sent: 1, failed: never,
 	},
 	{
@@ -202,15 +202,15 @@ var stateCases = []struct {
 			{typ: "opened", at: 2, rcpts: []int{0}},
 		},
 		want: []wantRecipient{{status: "sent", attempts: 1, last: "opened", lastAt: 2,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "sent": 1}}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "sent": 1}}},
 		status: "sent", sending: 1, sent: 1, failed: never,
 	},
 	{
 		name: "cancelled before any attempt", rcpts: 2,
 		steps: []step{{typ: "cancelled", at: 3, rcpts: []int{0, 1}}},
 		want: []wantRecipient{
-			{status: "cancelled", last: "cancelled", lastAt: 3, at: map[outbound.DeliveryStatus]int{"queued": 0, "cancelled": 3}},
-			{status: "cancelled", last: "cancelled", lastAt: 3, at: map[outbound.DeliveryStatus]int{"queued": 0, "cancelled": 3}},
+			{status: "cancelled", last: "cancelled", lastAt: 3, at: map[outstore.DeliveryStatus]int{"queued": 0, "cancelled": 3}},
+			{status: "cancelled", last: "cancelled", lastAt: 3, at: map[outstore.DeliveryStatus]int{"queued": 0, "cancelled": 3}},
 		},
 		status: "failed", sending: 3, sent: never, failed: 3, reason: "no recipient was delivered (cancelled 2)",
 	},
@@ -221,8 +221,8 @@ var stateCases = []struct {
 			{typ: "cancelled", at: 2, rcpts: []int{1}},
 		},
 		want: []wantRecipient{
-			{status: "deferred", attempts: 1, last: "deferred", lastAt: 1, at: map[outbound.DeliveryStatus]int{"queued": 0, "deferred": 1}},
-			{status: "cancelled", last: "cancelled", lastAt: 2, at: map[outbound.DeliveryStatus]int{"queued": 0, "cancelled": 2}},
+			{status: "deferred", attempts: 1, last: "deferred", lastAt: 1, at: map[outstore.DeliveryStatus]int{"queued": 0, "deferred": 1}},
+			{status: "cancelled", last: "cancelled", lastAt: 2, at: map[outstore.DeliveryStatus]int{"queued": 0, "cancelled": 2}},
 		},
 		status: "sending", sending: 1, sent: never, failed: never,
 	},
@@ -233,8 +233,8 @@ var stateCases = []struct {
 			{typ: "sent", at: 1, rcpts: []int{1}, attempted: true},
 		},
 		want: []wantRecipient{
-			{status: "suppressed", last: "suppressed", lastAt: 0, at: map[outbound.DeliveryStatus]int{"queued": 0, "suppressed": 0}},
-			{status: "sent", attempts: 1, last: "sent", lastAt: 1, at: map[outbound.DeliveryStatus]int{"queued": 0, "sent": 1}},
+			{status: "suppressed", last: "suppressed", lastAt: 0, at: map[outstore.DeliveryStatus]int{"queued": 0, "suppressed": 0}},
+			{status: "sent", attempts: 1, last: "sent", lastAt: 1, at: map[outstore.DeliveryStatus]int{"queued": 0, "sent": 1}},
 		},
 		status: "sent", sending: 0, sent: 1, failed: never,
 	},
@@ -242,7 +242,7 @@ var stateCases = []struct {
 		name: "no relay: failed with the event's reason", rcpts: 1,
 		steps: []step{{typ: "failed", at: 1, rcpts: []int{0}, reason: "no relay is configured (CATCHBOX_RELAY_URL)"}},
 		want: []wantRecipient{{status: "failed", last: "failed", lastAt: 1,
-			at: map[outbound.DeliveryStatus]int{"queued": 0, "failed": 1}}},
+			at: map[outstore.DeliveryStatus]int{"queued": 0, "failed": 1}}},
 		status: "failed", sending: 1, sent: never, failed: 1, reason: "no relay is configured (CATCHBOX_RELAY_URL)",
 	},
 	{
@@ -252,8 +252,8 @@ var stateCases = []struct {
 			{typ: "sent", at: 2, rcpts: []int{1}, attempted: true, provider: "smtp", providerM: "relay-1"},
 		},
 		want: []wantRecipient{
-			{status: "delivered", attempts: 1, last: "delivered", lastAt: 1, at: map[outbound.DeliveryStatus]int{"queued": 0, "delivered": 1}},
-			{status: "sent", attempts: 1, last: "sent", lastAt: 2, at: map[outbound.DeliveryStatus]int{"queued": 0, "sent": 2}},
+			{status: "delivered", attempts: 1, last: "delivered", lastAt: 1, at: map[outstore.DeliveryStatus]int{"queued": 0, "delivered": 1}},
+			{status: "sent", attempts: 1, last: "sent", lastAt: 2, at: map[outstore.DeliveryStatus]int{"queued": 0, "sent": 2}},
 		},
 		status: "sent", sending: 1, sent: 2, failed: never, provider: "internal", providM: "inbound-1",
 	},
@@ -286,11 +286,11 @@ func TestRecordEventStates(t *testing.T) {
 			}()
 			for i, s := range c.steps {
 				e.clock.Add(time.Millisecond) // recorded in order, whenever they happened
-				ev := outbound.NewEvent{Type: s.typ, OccurredAt: sec(s.at), FailureReason: s.reason,
+				ev := outstore.NewEvent{Type: s.typ, OccurredAt: sec(s.at), FailureReason: s.reason,
 					Provider: s.provider, ProviderMessageID: s.providerM}
 				code, enhanced, text := splitSMTP(s.smtp)
 				for _, r := range s.rcpts {
-					ev.Recipients = append(ev.Recipients, outbound.NewEventRecipient{RecipientID: rids[r],
+					ev.Recipients = append(ev.Recipients, outstore.NewEventRecipient{RecipientID: rids[r],
 						Attempted: s.attempted, SMTPCode: code, EnhancedStatusCode: enhanced, SMTPResponse: text,
 						BounceType: s.bounce, ComplaintFeedbackType: s.feedback})
 				}
@@ -302,7 +302,7 @@ func TestRecordEventStates(t *testing.T) {
 			d := e.get(in.ID)
 			for i, w := range c.want {
 				r := d.Recipients[i]
-				at := map[outbound.DeliveryStatus]int{}
+				at := map[outstore.DeliveryStatus]int{}
 				for st, tm := range r.At {
 					at[st] = int(tm.Sub(created) / time.Second)
 				}
@@ -326,7 +326,7 @@ func TestRecordEventStates(t *testing.T) {
 					c.name, d.Status, secOf(d.SendingAt), secOf(d.SentAt), secOf(d.FailedAt), d.FailureReason,
 					d.Provider, d.ProviderMessageID, c.status, c.sending, c.sent, c.failed, c.reason, c.provider, c.providM)
 			}
-			wantSum := outbound.DeliverySummary{}
+			wantSum := outstore.DeliverySummary{}
 			for _, w := range c.want {
 				wantSum[w.status]++
 			}
@@ -352,16 +352,16 @@ func TestEventRecipientsRecorded(t *testing.T) {
 		e.create(in)
 		rs := e.get(in.ID).Recipients
 		e.clock.Add(time.Second)
-		deferred, err := e.record(in.ID, outbound.NewEvent{Type: outbound.EventDeferred, Provider: outbound.ProviderSMTP,
-			Recipients: []outbound.NewEventRecipient{{RecipientID: rs[1].ID, Attempted: true, SMTPCode: "451",
+		deferred, err := e.record(in.ID, outstore.NewEvent{Type: outstore.EventDeferred, Provider: outstore.ProviderSMTP,
+			Recipients: []outstore.NewEventRecipient{{RecipientID: rs[1].ID, Attempted: true, SMTPCode: "451",
 				EnhancedStatusCode: "4.7.1", SMTPResponse: "Greylisted"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Add(time.Minute)
-		bounced, err := e.record(in.ID, outbound.NewEvent{Type: outbound.EventBounced, Subtype: "permanent",
-			Provider: outbound.ProviderSMTP, ProviderMessageID: "relay-9", ProviderEventID: "<dsn-1@relay>",
-			Recipients: []outbound.NewEventRecipient{
+		bounced, err := e.record(in.ID, outstore.NewEvent{Type: outstore.EventBounced, Subtype: "permanent",
+			Provider: outstore.ProviderSMTP, ProviderMessageID: "relay-9", ProviderEventID: "<dsn-1@relay>",
+			Recipients: []outstore.NewEventRecipient{
 				{RecipientID: rs[1].ID, SMTPCode: "550", EnhancedStatusCode: "5.1.1", SMTPResponse: "User unknown",
 					DiagnosticCode: "smtp; 550 5.1.1 User unknown", Action: "failed", BounceType: "hard",
 					BounceSubtype: "general", BounceClassification: "invalid_recipient"},
@@ -384,7 +384,7 @@ func TestEventRecipientsRecorded(t *testing.T) {
 			t.Errorf("bounced event %+v", b)
 		}
 		// In the order given, each with the attempt count its recipient had then.
-		want := []outbound.EventRecipient{
+		want := []outstore.EventRecipient{
 			{ID: b.Recipients[0].ID, RecipientID: rs[1].ID, Email: rs[1].Email, SMTPCode: "550", EnhancedStatusCode: "5.1.1",
 				SMTPResponse: "User unknown", DiagnosticCode: "smtp; 550 5.1.1 User unknown", Action: "failed",
 				AttemptCount: 1, BounceClassification: "invalid_recipient"},
@@ -412,10 +412,10 @@ func TestRecordEventRefuses(t *testing.T) {
 		other := message(e.org, "other", addrs(1)...)
 		e.create(other)
 		rid := e.get(in.ID).Recipients[0].ID
-		sent := func(ids ...string) outbound.NewEvent {
-			ev := outbound.NewEvent{Type: outbound.EventSent, ProviderEventID: "ev-1"}
+		sent := func(ids ...string) outstore.NewEvent {
+			ev := outstore.NewEvent{Type: outstore.EventSent, ProviderEventID: "ev-1"}
 			for _, id := range ids {
-				ev.Recipients = append(ev.Recipients, outbound.NewEventRecipient{RecipientID: id, Attempted: true})
+				ev.Recipients = append(ev.Recipients, outstore.NewEventRecipient{RecipientID: id, Attempted: true})
 			}
 			return ev
 		}
@@ -425,18 +425,18 @@ func TestRecordEventRefuses(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			id   string
-			ev   outbound.NewEvent
+			ev   outstore.NewEvent
 			want error
 		}{
-			{"another email's recipient", in.ID, outbound.NewEvent{Type: outbound.EventDelivered,
-				Recipients: []outbound.NewEventRecipient{{RecipientID: rid}, {RecipientID: e.get(other.ID).Recipients[0].ID}}}, outbound.ErrUnknownRecipient},
-			{"a repeated recipient", in.ID, outbound.NewEvent{Type: outbound.EventDelivered,
-				Recipients: []outbound.NewEventRecipient{{RecipientID: rid}, {RecipientID: rid}}}, outbound.ErrUnknownRecipient},
-			{"the same provider event", in.ID, func() outbound.NewEvent { ev := sent(rid); ev.Type = outbound.EventDelivered; return ev }(), outbound.ErrDuplicateEvent},
-			{"an unknown email", outbound.NewID(), outbound.NewEvent{Type: outbound.EventDelivered,
-				Recipients: []outbound.NewEventRecipient{{RecipientID: rid}}}, outbound.ErrNotFound},
-			{"an unknown type", in.ID, outbound.NewEvent{Type: "pending", Recipients: []outbound.NewEventRecipient{{RecipientID: rid}}}, nil},
-			{"no recipients", in.ID, outbound.NewEvent{Type: outbound.EventDelivered}, nil},
+			{"another email's recipient", in.ID, outstore.NewEvent{Type: outstore.EventDelivered,
+				Recipients: []outstore.NewEventRecipient{{RecipientID: rid}, {RecipientID: e.get(other.ID).Recipients[0].ID}}}, outstore.ErrUnknownRecipient},
+			{"a repeated recipient", in.ID, outstore.NewEvent{Type: outstore.EventDelivered,
+				Recipients: []outstore.NewEventRecipient{{RecipientID: rid}, {RecipientID: rid}}}, outstore.ErrUnknownRecipient},
+			{"the same provider event", in.ID, func() outstore.NewEvent { ev := sent(rid); ev.Type = outstore.EventDelivered; return ev }(), outstore.ErrDuplicateEvent},
+			{"an unknown email", outstore.NewID(), outstore.NewEvent{Type: outstore.EventDelivered,
+				Recipients: []outstore.NewEventRecipient{{RecipientID: rid}}}, outstore.ErrNotFound},
+			{"an unknown type", in.ID, outstore.NewEvent{Type: "pending", Recipients: []outstore.NewEventRecipient{{RecipientID: rid}}}, nil},
+			{"no recipients", in.ID, outstore.NewEvent{Type: outstore.EventDelivered}, nil},
 		} {
 			_, err := e.record(c.id, c.ev)
 			if err == nil || c.want != nil && !errors.Is(err, c.want) {
@@ -444,7 +444,7 @@ func TestRecordEventRefuses(t *testing.T) {
 			}
 		}
 		d := e.get(in.ID)
-		if len(d.Events) != 2 || d.Recipients[0].Status != outbound.DeliverySent || d.Recipients[0].AttemptCount != 1 {
+		if len(d.Events) != 2 || d.Recipients[0].Status != outstore.DeliverySent || d.Recipients[0].AttemptCount != 1 {
 			t.Errorf("after refused events: %d events, recipient %s with %d attempts; want 2, sent, 1",
 				len(d.Events), d.Recipients[0].Status, d.Recipients[0].AttemptCount)
 		}
@@ -481,17 +481,17 @@ func TestMarkSending(t *testing.T) {
 			t.Error("an email sending already was marked again")
 		}
 		d := e.get(in.ID)
-		if d.Status != outbound.StatusSending || !d.SendingAt.Equal(start.Add(time.Second)) || d.Recipients[0].Status != outbound.DeliveryQueued {
+		if d.Status != outstore.StatusSending || !d.SendingAt.Equal(start.Add(time.Second)) || d.Recipients[0].Status != outstore.DeliveryQueued {
 			t.Errorf("marked: %s since %v, recipient %s", d.Status, d.SendingAt, d.Recipients[0].Status)
 		}
-		if _, err := e.record(in.ID, outbound.NewEvent{Type: outbound.EventSent,
-			Recipients: []outbound.NewEventRecipient{{RecipientID: d.Recipients[0].ID, Attempted: true}}}); err != nil {
+		if _, err := e.record(in.ID, outstore.NewEvent{Type: outstore.EventSent,
+			Recipients: []outstore.NewEventRecipient{{RecipientID: d.Recipients[0].ID, Attempted: true}}}); err != nil {
 			t.Fatal(err)
 		}
 		if mark() {
 			t.Error("a sent email was marked sending")
 		}
-		if d := e.get(in.ID); d.Status != outbound.StatusSent || !d.SendingAt.Equal(start.Add(time.Second)) {
+		if d := e.get(in.ID); d.Status != outstore.StatusSent || !d.SendingAt.Equal(start.Add(time.Second)) {
 			t.Errorf("after the event: %s since %v; want sent, sending_at kept", d.Status, d.SendingAt)
 		}
 	})
@@ -512,15 +512,15 @@ func TestConcurrentEventsOfOneEmail(t *testing.T) {
 			errs := make([]error, 2)
 			for i := range 2 {
 				wg.Go(func() {
-					_, errs[i] = e.record(in.ID, outbound.NewEvent{Type: outbound.EventSent,
-						Recipients: []outbound.NewEventRecipient{{RecipientID: rs[i].ID, Attempted: true}}})
+					_, errs[i] = e.record(in.ID, outstore.NewEvent{Type: outstore.EventSent,
+						Recipients: []outstore.NewEventRecipient{{RecipientID: rs[i].ID, Attempted: true}}})
 				})
 			}
 			wg.Wait()
 			if err := errors.Join(errs...); err != nil {
 				t.Fatal(err)
 			}
-			if d := e.get(in.ID); d.Status != outbound.StatusSent || d.DeliverySummary()[outbound.DeliverySent] != 2 {
+			if d := e.get(in.ID); d.Status != outstore.StatusSent || d.DeliverySummary()[outstore.DeliverySent] != 2 {
 				t.Fatalf("round %d: email %s with %v, want sent to both", round, d.Status, d.DeliverySummary())
 			}
 		}

@@ -1,15 +1,13 @@
-package outbound
+package outstore
 
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
 )
@@ -52,6 +50,11 @@ func NewStore(db *store.DB, contentTTL time.Duration, events Events) *Store {
 
 // now is the clock as stored: UTC, whole milliseconds.
 func (s *Store) now() time.Time { return s.Now().UTC().Truncate(time.Millisecond) }
+
+// Timestamp is the clock as the store records times: UTC, whole
+// milliseconds. What an operation stamps itself (a message's Date) uses it,
+// so that it agrees with the rows written.
+func (s *Store) Timestamp() time.Time { return s.now() }
 
 // NewEmail is an outbound email to create, checked and built by the caller.
 type NewEmail struct {
@@ -228,26 +231,6 @@ func (s *Store) recordSuppressed(ctx context.Context, tx *store.Tx, emailID stri
 	return nil
 }
 
-// DeliveryKind is the job kind (internal/jobs) that delivers an outbound email.
-const DeliveryKind = "outbound.deliver"
-
-// DeliveryPayload is a delivery job's payload, as JSON. The job reads
-// everything else from the email's rows, where its attempts record their
-// results.
-type DeliveryPayload struct {
-	OutboundID string `json:"outbound_id"`
-}
-
-// EnqueueDelivery adds the delivery job of the email to tx, the transaction
-// that created it, and returns the job's id. The kind must be registered on q.
-func EnqueueDelivery(ctx context.Context, q *jobs.Queue, tx *store.Tx, outboundID string) (int64, error) {
-	payload, err := json.Marshal(DeliveryPayload{OutboundID: outboundID})
-	if err != nil {
-		return 0, fmt.Errorf("encode delivery payload: %w", err)
-	}
-	return q.Enqueue(ctx, tx, DeliveryKind, payload, jobs.EnqueueOptions{})
-}
-
 // querier is what reads need: the store, or a transaction.
 type querier interface {
 	Query(ctx context.Context, q string, args ...any) (*sql.Rows, error)
@@ -314,6 +297,14 @@ func scanRecipient(rows *sql.Rows) (string, Recipient, error) {
 		}
 	}
 	return emailID, r, nil
+}
+
+// Recipients returns the recipients of the email, in order, read in tx: a
+// delivery reads them again once it holds the email's row, since a cancel
+// may have ended some meanwhile.
+func (s *Store) Recipients(ctx context.Context, tx *store.Tx, emailID string) ([]Recipient, error) {
+	byEmail, err := recipients(ctx, tx, emailID)
+	return byEmail[emailID], err
 }
 
 // recipients returns the recipients of the emails with the ids, in order,

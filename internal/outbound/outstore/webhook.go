@@ -1,4 +1,4 @@
-package outbound
+package outstore
 
 import (
 	"context"
@@ -19,7 +19,7 @@ const (
 // Events receives the package's events in the transaction of their cause
 // (webhook.Service writes them to its outbox, to be sent to the
 // organisation's endpoints). It is defined here, where events are emitted,
-// so that outbound needs nothing of whoever takes them.
+// so that outstore needs nothing of whoever takes them.
 type Events interface {
 	// Emit writes an event of the organisation in the namespace.
 	Emit(ctx context.Context, tx *store.Tx, orgID, namespace, eventType string, data any) error

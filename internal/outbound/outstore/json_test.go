@@ -1,4 +1,4 @@
-package outbound_test
+package outstore_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 )
@@ -107,8 +107,8 @@ func TestJSONForms(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		in := message(e.org, "forms", addrs(1)...)
-		in.Attachments = []outbound.NewAttachment{{Filename: "a.txt", ContentType: "text/plain",
-			Disposition: outbound.DispositionAttachment, Data: []byte("abc")}}
+		in.Attachments = []outstore.NewAttachment{{Filename: "a.txt", ContentType: "text/plain",
+			Disposition: outstore.DispositionAttachment, Data: []byte("abc")}}
 		created := e.create(in)
 
 		// Fresh: the summary form, as send answers.
@@ -128,7 +128,7 @@ func TestJSONForms(t *testing.T) {
 		}
 
 		// The list form adds the recipients alone.
-		list := object(t, outbound.ListItem{Email: created, Recipients: e.get(in.ID).Recipients})
+		list := object(t, outstore.ListItem{Email: created, Recipients: e.get(in.ID).Recipients})
 		checkKeys(t, "list item", list, append(seedSummary, "recipients"), append(fresh, "recipients"),
 			"recipient_count", "attachment_count")
 		r := list["recipients"].([]any)[0].(map[string]any)
@@ -138,15 +138,15 @@ func TestJSONForms(t *testing.T) {
 		// A bounce reported with every detail, and a reply-to and names.
 		e.clock.Add(time.Second)
 		rid := r["id"].(string)
-		if _, err := e.record(in.ID, outbound.NewEvent{Type: outbound.EventBounced, Subtype: "permanent",
-			Provider: outbound.ProviderSMTP, ProviderMessageID: "q1", ProviderEventID: "<dsn@relay>",
-			Recipients: []outbound.NewEventRecipient{{RecipientID: rid, Attempted: true, SMTPCode: "550",
+		if _, err := e.record(in.ID, outstore.NewEvent{Type: outstore.EventBounced, Subtype: "permanent",
+			Provider: outstore.ProviderSMTP, ProviderMessageID: "q1", ProviderEventID: "<dsn@relay>",
+			Recipients: []outstore.NewEventRecipient{{RecipientID: rid, Attempted: true, SMTPCode: "550",
 				EnhancedStatusCode: "5.1.1", SMTPResponse: "No such user", DiagnosticCode: "smtp; 550 5.1.1 No such user",
 				Action: "failed", BounceType: "hard", BounceSubtype: "general", BounceClassification: "invalid"}}}); err != nil {
 			t.Fatal(err)
 		}
 		d := e.get(in.ID)
-		d.ReplyTo = &outbound.Address{Email: "r@team.localhost", Name: "R"}
+		d.ReplyTo = &outstore.Address{Email: "r@team.localhost", Name: "R"}
 		d.Recipients[0].Name = "Someone"
 		detail := object(t, d)
 		checkKeys(t, "detail", detail, append(seedSummary, seedDetailExtra...),
@@ -195,13 +195,13 @@ func TestJSONForms(t *testing.T) {
 
 		a := detail["attachments"].([]any)[0].(map[string]any)
 		checkKeys(t, "attachment", a, seedAttachment, fields("id filename content_type size disposition"), "size")
-		e.clock.Add(outbound.DefaultContentTTL)
+		e.clock.Add(outstore.DefaultContentTTL)
 		a = object(t, e.get(in.ID))["attachments"].([]any)[0].(map[string]any)
 		checkKeys(t, "expired attachment", a, seedAttachment,
 			fields("id filename content_type size disposition content_expired_at"), "size")
 
 		// A detail with no attachments and no events still has the arrays.
-		empty := object(t, outbound.Detail{Email: created})
+		empty := object(t, outstore.Detail{Email: created})
 		for _, k := range []string{"attachments", "recipients", "events"} {
 			if v, ok := empty[k].([]any); !ok || len(v) != 0 {
 				t.Errorf("empty detail: %s = %v, want []", k, empty[k])

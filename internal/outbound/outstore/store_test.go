@@ -1,16 +1,14 @@
-package outbound_test
+package outstore_test
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/catchbox/catchbox/internal/jobs"
-	"github.com/catchbox/catchbox/internal/outbound"
+	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 )
@@ -22,19 +20,19 @@ func TestCreateAndGet(t *testing.T) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		in := message(e.org, "Ré: the report", to("alice@team.localhost", true),
-			outbound.NewRecipient{Type: outbound.Cc, Email: "bob@example.com", Name: "Bob"},
-			outbound.NewRecipient{Type: outbound.Bcc, Email: "carol@example.org"})
-		in.Type = outbound.TypeReply
-		in.From = outbound.Address{Email: "me@team.localhost", Name: "Me Myself"}
-		in.ReplyTo = &outbound.Address{Email: "replies@team.localhost", Name: "Replies"}
+			outstore.NewRecipient{Type: outstore.Cc, Email: "bob@example.com", Name: "Bob"},
+			outstore.NewRecipient{Type: outstore.Bcc, Email: "carol@example.org"})
+		in.Type = outstore.TypeReply
+		in.From = outstore.Address{Email: "me@team.localhost", Name: "Me Myself"}
+		in.ReplyTo = &outstore.Address{Email: "replies@team.localhost", Name: "Replies"}
 		in.HTML, in.Text = "<p>Hello</p>", "Hello"
-		in.SourceEmailID = outbound.NewID()
-		in.Attachments = []outbound.NewAttachment{
-			{Filename: "report.pdf", ContentType: "application/pdf", Disposition: outbound.DispositionAttachment, Data: []byte("%PDF-1.7")},
-			{Filename: "logo.png", ContentType: "image/png", ContentID: "logo@x", Disposition: outbound.DispositionInline, Data: []byte{0x89, 'P', 'N', 'G'}},
+		in.SourceEmailID = outstore.NewID()
+		in.Attachments = []outstore.NewAttachment{
+			{Filename: "report.pdf", ContentType: "application/pdf", Disposition: outstore.DispositionAttachment, Data: []byte("%PDF-1.7")},
+			{Filename: "logo.png", ContentType: "image/png", ContentID: "logo@x", Disposition: outstore.DispositionInline, Data: []byte{0x89, 'P', 'N', 'G'}},
 		}
 		created := e.create(in)
-		if created.ID != in.ID || created.Status != outbound.StatusQueued || !created.QueuedAt.Equal(start) ||
+		if created.ID != in.ID || created.Status != outstore.StatusQueued || !created.QueuedAt.Equal(start) ||
 			!created.HasExternal || created.RecipientCount != 3 || created.AttachmentCount != 2 ||
 			len(created.ReturnPathToken) != 26 {
 			t.Fatalf("created %+v", created)
@@ -44,7 +42,7 @@ func TestCreateAndGet(t *testing.T) {
 		if !reflect.DeepEqual(d.Email, created) {
 			t.Errorf("get returned\n%+v\nwant what create returned\n%+v", d.Email, created)
 		}
-		if d.HTML != in.HTML || d.Text != in.Text || d.SourceEmailID != in.SourceEmailID || d.Type != outbound.TypeReply ||
+		if d.HTML != in.HTML || d.Text != in.Text || d.SourceEmailID != in.SourceEmailID || d.Type != outstore.TypeReply ||
 			*d.ReplyTo != *in.ReplyTo || d.From != in.From || d.Subject != in.Subject || d.MessageID != in.MessageID {
 			t.Errorf("detail %+v does not hold what was created", d)
 		}
@@ -57,19 +55,19 @@ func TestCreateAndGet(t *testing.T) {
 			t.Errorf("recipients %q, want %q", got, want)
 		}
 		if len(d.Attachments) != 2 || d.Attachments[0].Filename != "report.pdf" || d.Attachments[0].Size != 8 ||
-			d.Attachments[1].ContentID != "logo@x" || d.Attachments[1].Disposition != outbound.DispositionInline ||
-			!d.Attachments[0].ContentExpiresAt.Equal(start.Add(outbound.DefaultContentTTL)) || !d.Attachments[0].ContentExpiredAt.IsZero() {
+			d.Attachments[1].ContentID != "logo@x" || d.Attachments[1].Disposition != outstore.DispositionInline ||
+			!d.Attachments[0].ContentExpiresAt.Equal(start.Add(outstore.DefaultContentTTL)) || !d.Attachments[0].ContentExpiredAt.IsZero() {
 			t.Errorf("attachments %+v", d.Attachments)
 		}
-		if len(d.Events) != 1 || d.Events[0].Type != outbound.EventQueued || len(d.Events[0].Recipients) != 3 ||
+		if len(d.Events) != 1 || d.Events[0].Type != outstore.EventQueued || len(d.Events[0].Recipients) != 3 ||
 			!d.Events[0].OccurredAt.Equal(start) {
 			t.Errorf("events %+v, want one queued event of the three recipients", d.Events)
 		}
 
-		if _, err := e.s.Get(ctx, e.other, in.ID); !errors.Is(err, outbound.ErrNotFound) {
+		if _, err := e.s.Get(ctx, e.other, in.ID); !errors.Is(err, outstore.ErrNotFound) {
 			t.Errorf("another organisation's get: %v, want ErrNotFound", err)
 		}
-		if _, err := e.s.Get(ctx, e.org, outbound.NewID()); !errors.Is(err, outbound.ErrNotFound) {
+		if _, err := e.s.Get(ctx, e.org, outstore.NewID()); !errors.Is(err, outstore.ErrNotFound) {
 			t.Errorf("get of an unknown id: %v, want ErrNotFound", err)
 		}
 		if b, err := e.s.ByID(ctx, in.ID); err != nil || b.OrgID != e.org {
@@ -83,7 +81,7 @@ func TestCreateAndGet(t *testing.T) {
 		if err != nil || !bytes.Equal(data, in.Attachments[1].Data) || a.Filename != "logo.png" {
 			t.Errorf("attachment content: %+v %q %v", a, data, err)
 		}
-		if _, _, err := e.s.AttachmentContent(ctx, e.other, in.ID, d.Attachments[1].ID); !errors.Is(err, outbound.ErrNotFound) {
+		if _, _, err := e.s.AttachmentContent(ctx, e.other, in.ID, d.Attachments[1].ID); !errors.Is(err, outstore.ErrNotFound) {
 			t.Errorf("another organisation's attachment: %v, want ErrNotFound", err)
 		}
 	})
@@ -96,12 +94,12 @@ func TestContentExpires(t *testing.T) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		in := message(e.org, "files", addrs(1)...)
-		in.Attachments = []outbound.NewAttachment{{Filename: "a.txt", ContentType: "text/plain",
-			Disposition: outbound.DispositionAttachment, Data: []byte("abc")}}
+		in.Attachments = []outstore.NewAttachment{{Filename: "a.txt", ContentType: "text/plain",
+			Disposition: outstore.DispositionAttachment, Data: []byte("abc")}}
 		e.create(in)
 		attID := e.get(in.ID).Attachments[0].ID
 
-		e.clock.Add(outbound.DefaultContentTTL - time.Millisecond)
+		e.clock.Add(outstore.DefaultContentTTL - time.Millisecond)
 		if n, m, err := e.s.ExpireContent(ctx); err != nil || n != 0 || m != 0 {
 			t.Fatalf("expire before the TTL: %d %d %v", n, m, err)
 		}
@@ -110,10 +108,10 @@ func TestContentExpires(t *testing.T) {
 		}
 		e.clock.Add(time.Millisecond)
 		a, _, err := e.s.AttachmentContent(ctx, e.org, in.ID, attID)
-		if !errors.Is(err, outbound.ErrContentExpired) || a.Filename != "a.txt" {
+		if !errors.Is(err, outstore.ErrContentExpired) || a.Filename != "a.txt" {
 			t.Errorf("content at expiry, not yet deleted: %+v %v, want the metadata and ErrContentExpired", a, err)
 		}
-		if _, err := e.s.Source(ctx, in.ID); !errors.Is(err, outbound.ErrContentExpired) {
+		if _, err := e.s.Source(ctx, in.ID); !errors.Is(err, outstore.ErrContentExpired) {
 			t.Errorf("source at expiry: %v, want ErrContentExpired", err)
 		}
 		if n, m, err := e.s.ExpireContent(ctx); err != nil || n != 1 || m != 1 {
@@ -121,7 +119,7 @@ func TestContentExpires(t *testing.T) {
 		}
 		e.clock.Add(-time.Hour) // the bytes are gone whatever the clock says
 		a, _, err = e.s.AttachmentContent(ctx, e.org, in.ID, attID)
-		if !errors.Is(err, outbound.ErrContentExpired) || a.Size != 3 || !a.ContentExpiredAt.Equal(start.Add(outbound.DefaultContentTTL)) {
+		if !errors.Is(err, outstore.ErrContentExpired) || a.Size != 3 || !a.ContentExpiredAt.Equal(start.Add(outstore.DefaultContentTTL)) {
 			t.Errorf("content after deletion: %+v %v", a, err)
 		}
 		if got := e.get(in.ID).Attachments[0]; got.ContentExpiredAt.IsZero() {
@@ -137,7 +135,7 @@ func TestList(t *testing.T) {
 		e := newEnv(t, db)
 		ctx := context.Background()
 		var ids []string // oldest first
-		for i, typ := range []outbound.Type{outbound.TypeNew, outbound.TypeReply, outbound.TypeForward, outbound.TypeNew, outbound.TypeNew} {
+		for i, typ := range []outstore.Type{outstore.TypeNew, outstore.TypeReply, outstore.TypeForward, outstore.TypeNew, outstore.TypeNew} {
 			in := message(e.org, "m"+string(rune('0'+i)), addrs(2)...)
 			in.Type = typ
 			ids = append(ids, e.create(in).ID)
@@ -146,33 +144,33 @@ func TestList(t *testing.T) {
 		e.create(message(e.other, "theirs", addrs(1)...))
 		// The second email is sent to both recipients; the fourth fails.
 		d := e.get(ids[1])
-		if _, err := e.record(ids[1], outbound.NewEvent{Type: outbound.EventSent, Recipients: []outbound.NewEventRecipient{
+		if _, err := e.record(ids[1], outstore.NewEvent{Type: outstore.EventSent, Recipients: []outstore.NewEventRecipient{
 			{RecipientID: d.Recipients[0].ID, Attempted: true}, {RecipientID: d.Recipients[1].ID, Attempted: true}}}); err != nil {
 			t.Fatal(err)
 		}
 		d = e.get(ids[3])
-		if _, err := e.record(ids[3], outbound.NewEvent{Type: outbound.EventFailed, Recipients: []outbound.NewEventRecipient{
+		if _, err := e.record(ids[3], outstore.NewEvent{Type: outstore.EventFailed, Recipients: []outstore.NewEventRecipient{
 			{RecipientID: d.Recipients[0].ID}, {RecipientID: d.Recipients[1].ID}}}); err != nil {
 			t.Fatal(err)
 		}
 
 		cases := []struct {
-			f     outbound.Filter
+			f     outstore.Filter
 			want  []string
 			total int
 		}{
-			{outbound.Filter{}, []string{ids[4], ids[3], ids[2], ids[1], ids[0]}, 5},
-			{outbound.Filter{Limit: 2}, []string{ids[4], ids[3]}, 5},
-			{outbound.Filter{Limit: 2, Offset: 2}, []string{ids[2], ids[1]}, 5},
-			{outbound.Filter{Limit: 2, Offset: 4}, []string{ids[0]}, 5},
-			{outbound.Filter{Offset: 5}, nil, 5},
-			{outbound.Filter{Type: outbound.TypeNew}, []string{ids[4], ids[3], ids[0]}, 3},
-			{outbound.Filter{Type: outbound.TypeNew, Limit: 1, Offset: 1}, []string{ids[3]}, 3},
-			{outbound.Filter{Status: outbound.StatusQueued}, []string{ids[4], ids[2], ids[0]}, 3},
-			{outbound.Filter{Status: outbound.StatusSent}, []string{ids[1]}, 1},
-			{outbound.Filter{Status: outbound.StatusFailed, Type: outbound.TypeNew}, []string{ids[3]}, 1},
-			{outbound.Filter{Status: outbound.StatusFailed, Type: outbound.TypeReply}, nil, 0},
-			{outbound.Filter{Status: outbound.StatusSending}, nil, 0},
+			{outstore.Filter{}, []string{ids[4], ids[3], ids[2], ids[1], ids[0]}, 5},
+			{outstore.Filter{Limit: 2}, []string{ids[4], ids[3]}, 5},
+			{outstore.Filter{Limit: 2, Offset: 2}, []string{ids[2], ids[1]}, 5},
+			{outstore.Filter{Limit: 2, Offset: 4}, []string{ids[0]}, 5},
+			{outstore.Filter{Offset: 5}, nil, 5},
+			{outstore.Filter{Type: outstore.TypeNew}, []string{ids[4], ids[3], ids[0]}, 3},
+			{outstore.Filter{Type: outstore.TypeNew, Limit: 1, Offset: 1}, []string{ids[3]}, 3},
+			{outstore.Filter{Status: outstore.StatusQueued}, []string{ids[4], ids[2], ids[0]}, 3},
+			{outstore.Filter{Status: outstore.StatusSent}, []string{ids[1]}, 1},
+			{outstore.Filter{Status: outstore.StatusFailed, Type: outstore.TypeNew}, []string{ids[3]}, 1},
+			{outstore.Filter{Status: outstore.StatusFailed, Type: outstore.TypeReply}, nil, 0},
+			{outstore.Filter{Status: outstore.StatusSending}, nil, 0},
 		}
 		for _, c := range cases {
 			items, total, err := e.s.List(ctx, e.org, c.f)
@@ -193,7 +191,7 @@ func TestList(t *testing.T) {
 				t.Errorf("list %+v: %v (total %d), want %v (total %d)", c.f, got, total, c.want, c.total)
 			}
 		}
-		if items, total, err := e.s.List(ctx, e.other, outbound.Filter{}); err != nil || total != 1 || len(items) != 1 || items[0].Subject != "theirs" {
+		if items, total, err := e.s.List(ctx, e.other, outstore.Filter{}); err != nil || total != 1 || len(items) != 1 || items[0].Subject != "theirs" {
 			t.Errorf("the other organisation's list: %d items, total %d, %v", len(items), total, err)
 		}
 	})
@@ -223,61 +221,6 @@ func TestUsage(t *testing.T) {
 			if err != nil || n != c.want {
 				t.Errorf("usage of %s in %s: %d %v, want %d", c.org, c.at.Format("2006-01"), n, err, c.want)
 			}
-		}
-	})
-}
-
-// TestDeliveryEnqueuedWithTheEmail: the delivery job is written in the
-// transaction that creates the email, and neither exists if it rolls back.
-func TestDeliveryEnqueuedWithTheEmail(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		e := newEnv(t, db)
-		ctx := context.Background()
-		q := jobs.New(db, nil, jobs.Options{})
-		q.Register(outbound.DeliveryKind, func(context.Context, *jobs.Job) error { return nil }, jobs.Limits{})
-
-		create := func(in outbound.NewEmail, fail error) (int64, error) {
-			var jobID int64
-			err := db.InTx(ctx, func(tx *store.Tx) error {
-				em, err := e.s.Create(ctx, tx, in)
-				if err != nil {
-					return err
-				}
-				if jobID, err = outbound.EnqueueDelivery(ctx, q, tx, em.ID); err != nil {
-					return err
-				}
-				return fail
-			})
-			return jobID, err
-		}
-		in := message(e.org, "kept", addrs(1)...)
-		jobID, err := create(in, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		job, err := q.Get(ctx, jobID)
-		if err != nil || job.Kind != outbound.DeliveryKind || job.State != jobs.Pending {
-			t.Fatalf("job %+v %v", job, err)
-		}
-		var p outbound.DeliveryPayload
-		if err := json.Unmarshal(job.Payload, &p); err != nil || p.OutboundID != in.ID || string(job.Payload) != `{"outbound_id":"`+in.ID+`"}` {
-			t.Errorf("payload %s, want {\"outbound_id\":%q}", job.Payload, in.ID)
-		}
-
-		boom := errors.New("boom")
-		rolled := message(e.org, "rolled back", addrs(1)...)
-		if _, err := create(rolled, boom); !errors.Is(err, boom) {
-			t.Fatalf("create: %v", err)
-		}
-		if _, err := e.s.ByID(ctx, rolled.ID); !errors.Is(err, outbound.ErrNotFound) {
-			t.Errorf("the rolled back email: %v, want ErrNotFound", err)
-		}
-		counts, err := q.Counts(ctx)
-		if err != nil || len(counts) != 1 || counts[0].Jobs != 1 {
-			t.Errorf("jobs after a rollback: %+v %v, want the first one alone", counts, err)
-		}
-		if n, _ := e.s.Usage(ctx, e.org, start); n != 1 {
-			t.Errorf("usage after a rollback: %d, want 1", n)
 		}
 	})
 }
