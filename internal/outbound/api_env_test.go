@@ -13,6 +13,7 @@ import (
 	"github.com/catchbox/catchbox/internal/config"
 	"github.com/catchbox/catchbox/internal/inbox"
 	"github.com/catchbox/catchbox/internal/outbound/outstore"
+	"github.com/catchbox/catchbox/internal/outbound/outstore/outstoretest"
 	"github.com/catchbox/catchbox/internal/server"
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
@@ -29,7 +30,7 @@ type apiEnv struct {
 	db       *store.DB
 	svc      *server.Service
 	base     string
-	clock    *clock
+	clock    *outstoretest.Clock
 	key      string // organisation default
 	otherKey string // organisation other
 	org      tenant.Org
@@ -56,7 +57,7 @@ func newServiceEnv(t testing.TB, db *store.DB, configure func(*config.Serve)) *a
 		configure(&cfg)
 	}
 	svc := servertest.New(t, db, cfg)
-	e := &apiEnv{t: t, db: db, svc: svc, key: svc.NewKey, clock: &clock{now: start}}
+	e := &apiEnv{t: t, db: db, svc: svc, key: svc.NewKey, clock: outstoretest.NewClock()}
 	svc.Outbound.Store.Now = e.clock.Now
 	svc.Outbound.Destinations.Now = e.clock.Now
 	var err error

@@ -46,7 +46,7 @@ func newDeliveryEnv(t testing.TB, db *store.DB, relayURL string) *apiEnv {
 func newDeliveryEnvWith(t testing.TB, db *store.DB, relayURL string, before func(*apiEnv)) *apiEnv {
 	t.Helper()
 	e := newAPIEnvWith(t, db, func(c *config.Serve) { c.RelayURL = relayURL })
-	e.clock.now = time.Now().UTC().Truncate(time.Millisecond)
+	e.clock.Set(time.Now().UTC().Truncate(time.Millisecond))
 	if before != nil {
 		before(e)
 	}
