@@ -9,6 +9,7 @@ import (
 	"github.com/catchbox/catchbox/internal/jobs"
 	"github.com/catchbox/catchbox/internal/outbound"
 	"github.com/catchbox/catchbox/internal/outbound/outstore"
+	"github.com/catchbox/catchbox/internal/outbound/outstore/outstoretest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
 )
@@ -17,7 +18,9 @@ import (
 // transaction that creates the email, and neither exists if it rolls back.
 func TestDeliveryEnqueuedWithTheEmail(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
-		e := newEnv(t, db)
+		s := outstore.NewStore(db, 0, nil)
+		s.Now = outstoretest.NewClock().Now
+		org, _ := outstoretest.Orgs(t, db)
 		ctx := context.Background()
 		q := jobs.New(db, nil, jobs.Options{})
 		q.Register(outbound.DeliveryKind, func(context.Context, *jobs.Job) error { return nil }, jobs.Limits{})
@@ -25,7 +28,7 @@ func TestDeliveryEnqueuedWithTheEmail(t *testing.T) {
 		create := func(in outstore.NewEmail, fail error) (int64, error) {
 			var jobID int64
 			err := db.InTx(ctx, func(tx *store.Tx) error {
-				em, err := e.s.Create(ctx, tx, in)
+				em, err := s.Create(ctx, tx, in)
 				if err != nil {
 					return err
 				}
@@ -36,7 +39,7 @@ func TestDeliveryEnqueuedWithTheEmail(t *testing.T) {
 			})
 			return jobID, err
 		}
-		in := message(e.org, "kept", addrs(1)...)
+		in := outstoretest.Message(org, "kept", outstoretest.Addrs(1)...)
 		jobID, err := create(in, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -51,18 +54,18 @@ func TestDeliveryEnqueuedWithTheEmail(t *testing.T) {
 		}
 
 		boom := errors.New("boom")
-		rolled := message(e.org, "rolled back", addrs(1)...)
+		rolled := outstoretest.Message(org, "rolled back", outstoretest.Addrs(1)...)
 		if _, err := create(rolled, boom); !errors.Is(err, boom) {
 			t.Fatalf("create: %v", err)
 		}
-		if _, err := e.s.ByID(ctx, rolled.ID); !errors.Is(err, outstore.ErrNotFound) {
+		if _, err := s.ByID(ctx, rolled.ID); !errors.Is(err, outstore.ErrNotFound) {
 			t.Errorf("the rolled back email: %v, want ErrNotFound", err)
 		}
 		counts, err := q.Counts(ctx)
 		if err != nil || len(counts) != 1 || counts[0].Jobs != 1 {
 			t.Errorf("jobs after a rollback: %+v %v, want the first one alone", counts, err)
 		}
-		if n, _ := e.s.Usage(ctx, e.org, start); n != 1 {
+		if n, _ := s.Usage(ctx, org, outstoretest.Start); n != 1 {
 			t.Errorf("usage after a rollback: %d, want 1", n)
 		}
 	})
