@@ -35,27 +35,9 @@ type limitEnv struct {
 	t     *testing.T
 	svc   *server.Service
 	url   string
-	clock *testClock
+	clock *testkit.Clock
 	mu    sync.Mutex
 	from  map[string]*http.Client
-}
-
-// testClock is the limits' time; it moves only when the test says.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 func newLimitEnv(t *testing.T, db *store.DB, set func(*config.Serve)) *limitEnv {
@@ -63,8 +45,8 @@ func newLimitEnv(t *testing.T, db *store.DB, set func(*config.Serve)) *limitEnv 
 	cfg := servertest.Config(t)
 	set(&cfg)
 	svc := servertest.New(t, db, cfg)
-	clock := &testClock{t: time.Date(2026, 11, 22, 3, 23, 50, 0, time.UTC)}
-	svc.Limits.SetClock(clock.now)
+	clock := testkit.NewClock(time.Date(2026, 11, 22, 3, 23, 50, 0, time.UTC))
+	svc.Limits.SetClock(clock.Now)
 	srv := servertest.Serve(t, svc)
 	return &limitEnv{t: t, svc: svc, url: srv.URL, clock: clock, from: map[string]*http.Client{}}
 }
@@ -165,9 +147,9 @@ func TestKeyLimit(t *testing.T) {
 		e.want(e.get("127.0.0.2", key, "/api/namespaces"), 429, "rate_limited")
 		e.want(e.get("127.0.0.1", other, "/api/test"), 200, "")
 
-		e.clock.advance(1999 * time.Millisecond)
+		e.clock.Add(1999 * time.Millisecond)
 		e.want(e.get("127.0.0.1", key, "/api/test"), 429, "rate_limited")
-		e.clock.advance(time.Millisecond)
+		e.clock.Add(time.Millisecond)
 		e.want(e.get("127.0.0.1", key, "/api/test"), 200, "")
 		e.want(e.get("127.0.0.1", key, "/api/test"), 429, "rate_limited")
 	})
@@ -194,7 +176,7 @@ func TestAuthFailureLimit(t *testing.T) {
 		}
 		e.want(e.get("127.0.0.3", "cbx_wrong", "/api/test"), 401, "invalid_api_key")
 
-		e.clock.advance(time.Second)
+		e.clock.Add(time.Second)
 		e.want(e.get(attacker, e.svc.NewKey, "/api/test"), 200, "")
 		e.want(e.get(attacker, "cbx_wrong-key-e", "/api/test"), 401, "invalid_api_key")
 		e.want(e.get(attacker, "cbx_wrong-key-f", "/api/test"), 429, "too_many_auth_failures")
@@ -212,7 +194,7 @@ func TestAddressLimit(t *testing.T) {
 	e.want(e.get("127.0.0.2", "", "/no/such/path"), 429, "rate_limited")
 	e.want(e.get("127.0.0.1", "", "/healthz"), 200, "")
 	e.want(e.get("127.0.0.2", e.svc.NewKey, "/api/test"), 200, "")
-	e.clock.advance(time.Second)
+	e.clock.Add(time.Second)
 	e.want(e.get("127.0.0.2", "", "/no/such/path"), 404, "route_not_found")
 }
 

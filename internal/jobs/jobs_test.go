@@ -15,27 +15,10 @@ import (
 	"github.com/catchbox/catchbox/internal/testkit"
 )
 
-// clock is the tests' forced clock: it moves only when a test moves it.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
+// newClock is the tests' forced clock: it moves only when a test moves it.
+func newClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC))
 }
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
-func (c *clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
 
 // testLease is long enough that no lease is renewed while a test runs (the
 // renewal ticks every third of it, in real time): leases end only when a
@@ -44,7 +27,7 @@ const testLease = time.Hour
 
 // newQueue returns a queue on db with the forced clock, closed at the end of
 // the test. Its poll is an hour: anything a test sees run was woken.
-func newQueue(t *testing.T, db *store.DB, clk *clock, n notify.Notifier) *Queue {
+func newQueue(t *testing.T, db *store.DB, clk *testkit.Clock, n notify.Notifier) *Queue {
 	t.Helper()
 	q := New(db, n, Options{Lease: testLease, PollInterval: time.Hour, Now: clk.Now})
 	t.Cleanup(func() {

@@ -18,6 +18,7 @@ import (
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // apiEnv is the whole service, built as catchbox serve builds it
@@ -30,7 +31,7 @@ type apiEnv struct {
 	db       *store.DB
 	svc      *server.Service
 	base     string
-	clock    *outstoretest.Clock
+	clock    *testkit.Clock
 	key      string // organisation default
 	otherKey string // organisation other
 	org      tenant.Org

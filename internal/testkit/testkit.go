@@ -1,6 +1,7 @@
 // Package testkit is what the tests of several packages share: waits that poll
-// with a deadline, loopback listeners stopped when the test ends, and a gate
-// that holds a race test's attempts until all have arrived.
+// with a deadline, loopback listeners stopped when the test ends, a gate
+// that holds a race test's attempts until all have arrived, and a clock the
+// test moves.
 //
 // A wait here always ends. When what it waits for never comes, it fails the
 // test with what was awaited (and the last value seen) instead of hanging until
@@ -238,4 +239,36 @@ func (s *Serving) Wait() error {
 		}
 	})
 	return s.err
+}
+
+// Clock is a time that moves only when the test moves it, for the services
+// that take their clock as a func() time.Time (give them c.Now). It is safe
+// for use by the service's goroutines while the test moves it.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock stopped at now.
+func NewClock(now time.Time) *Clock { return &Clock{now: now} }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Set puts the clock at now.
+func (c *Clock) Set(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = now
+}
+
+// Add moves the clock on by d.
+func (c *Clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }

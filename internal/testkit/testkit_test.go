@@ -290,3 +290,27 @@ func TestOnlyTestsImport(t *testing.T) {
 		t.Fatalf("only %d Go files checked: the walk missed the module", checked)
 	}
 }
+
+func TestClock(t *testing.T) {
+	at := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	c := NewClock(at)
+	if got := c.Now(); !got.Equal(at) {
+		t.Fatalf("Now = %v, want %v", got, at)
+	}
+	done := make(chan struct{})
+	go func() { // the service's goroutines read it while the test moves it
+		defer close(done)
+		for range 100 {
+			c.Now()
+		}
+	}()
+	c.Add(90 * time.Second)
+	<-done
+	if got := c.Now(); !got.Equal(at.Add(90 * time.Second)) {
+		t.Fatalf("after Add: %v", got)
+	}
+	c.Set(at)
+	if got := c.Now(); !got.Equal(at) {
+		t.Fatalf("after Set: %v", got)
+	}
+}

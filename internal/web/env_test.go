@@ -8,7 +8,6 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // env is the whole service as catchbox serve builds it (servertest), with
@@ -27,7 +27,7 @@ type env struct {
 	t     *testing.T
 	svc   *server.Service
 	base  string
-	clock *clock
+	clock *testkit.Clock
 	org   tenant.Org
 	other tenant.Org
 	key   string
@@ -37,18 +37,6 @@ type env struct {
 
 const password = "correct horse battery"
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 func newEnv(t *testing.T, db *store.DB, change func(*config.Serve)) *env {
 	t.Helper()
 	ctx := context.Background()
@@ -57,7 +45,7 @@ func newEnv(t *testing.T, db *store.DB, change func(*config.Serve)) *env {
 		change(&cfg)
 	}
 	svc := servertest.New(t, db, cfg)
-	e := &env{t: t, svc: svc, key: svc.NewKey, clock: &clock{now: time.Now()}}
+	e := &env{t: t, svc: svc, key: svc.NewKey, clock: testkit.NewClock(time.Now())}
 	svc.Sessions.SetClock(e.clock.Now)
 	svc.Web.Now = e.clock.Now
 	var err error

@@ -7,6 +7,7 @@ import (
 	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/outbound/outstore/outstoretest"
 	"github.com/catchbox/catchbox/internal/store"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // The shared test fixtures, under the names the tests use.
@@ -22,7 +23,7 @@ type env struct {
 	t     *testing.T
 	db    *store.DB
 	s     *outstore.Store
-	clock *outstoretest.Clock
+	clock *testkit.Clock
 	org   string // the organisation the tests send from
 	other string // another organisation
 }

@@ -1,52 +1,25 @@
 // Package outstoretest holds what the tests of the outbound store and of the
-// operations over it share: a clock the test moves, two organisations to send
-// from, and new emails to store.
+// operations over it share: the tests' first instant, two organisations to
+// send from, and new emails to store.
 package outstoretest
 
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/catchbox/catchbox/internal/outbound/outstore"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/tenant"
+	"github.com/catchbox/catchbox/internal/testkit"
 )
 
 // Start is the tests' first instant, on a millisecond boundary as stored.
 var Start = time.Date(2026, 11, 22, 3, 23, 50, 123_000_000, time.UTC)
 
-// Clock is a time the test moves, from Start.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock returns a clock at Start.
-func NewClock() *Clock { return &Clock{now: Start} }
-
-// Now is the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Set puts the clock at now.
-func (c *Clock) Set(now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = now
-}
-
-// Add moves the clock on by d.
-func (c *Clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// NewClock returns a clock stopped at Start.
+func NewClock() *testkit.Clock { return testkit.NewClock(Start) }
 
 // Orgs creates two organisations in db, "acme" (the one the tests send from)
 // and "globex" (another one), and returns their ids.
