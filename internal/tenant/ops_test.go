@@ -3,10 +3,12 @@ package tenant_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/catchbox/catchbox/internal/problem"
+	"github.com/catchbox/catchbox/internal/problem/problemtest"
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
 	"github.com/catchbox/catchbox/internal/store/storetest"
@@ -33,20 +35,11 @@ func newOpsEnv(t *testing.T, db *store.DB) opsEnv {
 		other: tenant.Principal{Org: other, KeyID: "k2", Orgs: []tenant.Org{other}}}
 }
 
-// wantProblem fails the test unless err is a *problem.Error of the kind and
-// code, naming field first among its fields when field is not "".
+// wantProblem is problemtest.WantFirst, with what the test asked in the
+// failure.
 func wantProblem(t *testing.T, what string, err error, kind problem.Kind, code, field string) {
 	t.Helper()
-	var pe *problem.Error
-	if !errors.As(err, &pe) {
-		t.Fatalf("%s: %v, want a problem %s", what, err, code)
-	}
-	if pe.Kind != kind || pe.Code != code {
-		t.Fatalf("%s: kind %d code %q (%s), want kind %d code %q", what, pe.Kind, pe.Code, pe.Message, kind, code)
-	}
-	if field != "" && (len(pe.Fields) == 0 || pe.Fields[0].Field != field) {
-		t.Fatalf("%s: fields %+v, want %s first", what, pe.Fields, field)
-	}
+	problemtest.WantFirst(t, fmt.Errorf("%s: %w", what, err), kind, code, field)
 }
 
 // Creating a key returns it once, working; revoking it is for its own

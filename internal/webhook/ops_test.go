@@ -3,10 +3,12 @@ package webhook_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/catchbox/catchbox/internal/problem"
+	"github.com/catchbox/catchbox/internal/problem/problemtest"
 	"github.com/catchbox/catchbox/internal/server"
 	"github.com/catchbox/catchbox/internal/server/servertest"
 	"github.com/catchbox/catchbox/internal/store"
@@ -37,27 +39,19 @@ func newOpsService(t *testing.T, db *store.DB) (svc *server.Service, owner, othe
 		tenant.Principal{Org: o, KeyID: "k2", Orgs: []tenant.Org{o}}
 }
 
-// wantProblem fails the test unless err is a *problem.Error of the kind and
-// code, naming exactly fields (in order) when fields are given.
+// wantProblem is problemtest.Want, or WantFields when fields are given, with
+// what the test asked in the failure.
 func wantProblem(t *testing.T, what string, err error, kind problem.Kind, code string, fields ...string) {
 	t.Helper()
-	var pe *problem.Error
-	if !errors.As(err, &pe) {
-		t.Fatalf("%s: %v, want a problem %s", what, err, code)
-	}
-	if pe.Kind != kind || pe.Code != code {
-		t.Fatalf("%s: kind %d code %q (%s), want kind %d code %q", what, pe.Kind, pe.Code, pe.Message, kind, code)
-	}
+	err = fmt.Errorf("%s: %w", what, err)
 	if len(fields) == 0 {
+		problemtest.Want(t, err, kind, code)
 		return
 	}
-	var got []string
-	for _, f := range pe.Fields {
-		got = append(got, f.Field)
+	if kind != problem.Invalid {
+		t.Fatalf("%s: fields are named by Invalid problems only", what)
 	}
-	if strings.Join(got, ",") != strings.Join(fields, ",") {
-		t.Fatalf("%s: fields %v, want %v", what, got, fields)
-	}
+	problemtest.WantFields(t, err, code, fields...)
 }
 
 func ptr[T any](v T) *T { return &v }

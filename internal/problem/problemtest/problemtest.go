@@ -49,6 +49,17 @@ func Want(t testing.TB, err error, kind problem.Kind, code string) *problem.Erro
 	return pe
 }
 
+// WantFirst is Want, and fails t unless the problem names field first among
+// its fields (no check when field is "").
+func WantFirst(t testing.TB, err error, kind problem.Kind, code, field string) *problem.Error {
+	t.Helper()
+	pe := Want(t, err, kind, code)
+	if field != "" && (len(pe.Fields) == 0 || pe.Fields[0].Field != field) {
+		t.Fatalf("problem names fields %+v, want %s first (%q)", pe.Fields, field, pe.Message)
+	}
+	return pe
+}
+
 // WantFields fails t unless err is an Invalid problem of code that names
 // exactly fields, in that order (one entry per mistake of the request), and
 // returns it.

@@ -69,3 +69,24 @@ func TestWantFields(t *testing.T) {
 		}
 	}
 }
+
+func TestWantFirst(t *testing.T) {
+	var f problem.Fields
+	f.Add("label", "is too long")
+	f.Add("limit", "must be positive")
+	err := f.Err()
+	for _, field := range []string{"label", ""} {
+		if msg := fails(t, func(tb testing.TB) { WantFirst(tb, err, problem.Invalid, "invalid_parameter", field) }); msg != "" {
+			t.Errorf("field %q: %s", field, msg)
+		}
+	}
+	for name, check := range map[string]func(tb testing.TB){
+		"the second field": func(tb testing.TB) { WantFirst(tb, err, problem.Invalid, "invalid_parameter", "limit") },
+		"no fields":        func(tb testing.TB) { WantFirst(tb, problem.NotFoundf("key"), problem.NotFound, "not_found", "id") },
+		"another code":     func(tb testing.TB) { WantFirst(tb, err, problem.Invalid, "not_found", "label") },
+	} {
+		if fails(t, check) == "" {
+			t.Errorf("%s: passed", name)
+		}
+	}
+}
