@@ -52,8 +52,19 @@ export async function signIn(page, base, email, password) {
 // axe runs axe-core on the page as it is: serious and critical violations fail
 // the test. The email's own HTML (its frame) is the sender's, not the
 // dashboard's, and is left out.
+// Some pages reload themselves by design (an authenticator's code running out,
+// a check under way), and a reload in the middle of axe's reading destroys the
+// page it reads: the page is then read again once the reload has loaded.
 export async function axe(page, what) {
-  const res = await new AxeBuilder({ page }).exclude("iframe.body").analyze();
+  let res;
+  for (let attempt = 1; !res; attempt++) {
+    try {
+      res = await new AxeBuilder({ page }).exclude("iframe.body").analyze();
+    } catch (err) {
+      if (attempt === 3 || !/Execution context was destroyed/.test(err.message)) throw err;
+      await page.waitForLoadState();
+    }
+  }
   const bad = res.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
   assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target).join(", ")})`), [],
     `${what} has accessibility violations`);
